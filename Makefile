@@ -1,0 +1,33 @@
+# One-command set-up: every target creates .venv and installs what it needs from nothing.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch first, from the pinned release (a CPU wheel on this kind of machine): a resolver
+# left to pick torch on its own pulls a multi-GB CUDA build.
+TORCH_SPEC ?= torch==2.13.0
+INSTALLED := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: install test run bench-proxy clean help
+
+help:
+	@echo "make run          set up and run the quickstart"
+	@echo "make test         set up and run the whole test suite"
+	@echo "make bench-proxy  benchmark the recording proxy (docs/benchmarks.md)"
+
+$(INSTALLED): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
+	touch $@
+
+install: $(INSTALLED)
+
+test: $(INSTALLED)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+run: $(INSTALLED)
+	$(BIN)/openforge quickstart
+
+clean:
+	rm -rf .openforge .pytest_cache

@@ -1,0 +1,129 @@
+"""Start a local server process and wait until it answers, with a deadline.
+
+The quickstart, the local executor and the tests all run the engine and the proxy as
+sibling processes on loopback; this is the one place that knows how to start one,
+wait for its health endpoint and stop it without leaving orphans.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+
+class ServiceError(RuntimeError):
+    """A service that exited or never became healthy; the message carries its log tail."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago (the OS picks it, so parallel runs do not collide)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Service:
+    """A running server process: its name, URL, log file and the process handle."""
+
+    name: str
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+    _log: IO[bytes] | None = field(default=None, repr=False)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "<no log>"
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM the process group, then SIGKILL whatever is left after ``timeout``."""
+        if self.process.poll() is None:
+            _signal_group(self.process, signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process, signal.SIGKILL)
+                self.process.wait(timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> "Service":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _signal_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def wait_healthy(url: str, deadline_s: float, process: subprocess.Popen | None = None) -> None:
+    """Poll ``url`` until it answers 200; fail early if ``process`` exits."""
+    end = time.monotonic() + deadline_s
+    last_error = "no answer yet"
+    while time.monotonic() < end:
+        if process is not None and process.poll() is not None:
+            raise ServiceError(f"exited with code {process.returncode} before {url} answered")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                if resp.status == 200:
+                    return
+                last_error = f"HTTP {resp.status}"
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
+            last_error = str(exc)
+        time.sleep(0.05)
+    raise ServiceError(f"{url} did not become healthy within {deadline_s:.0f}s ({last_error})")
+
+
+def start_service(
+    name: str,
+    argv: list[str],
+    *,
+    port: int,
+    log_dir: Path,
+    health_path: str = "/health",
+    host: str = "127.0.0.1",
+    deadline_s: float = 60.0,
+    env: dict[str, str] | None = None,
+) -> Service:
+    """Start ``argv`` in its own process group, logging to ``log_dir/<name>.log``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"{name}.log"
+    log = log_path.open("wb")
+    process = subprocess.Popen(
+        argv,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    )
+    service = Service(name=name, url=f"http://{host}:{port}", process=process, log_path=log_path, _log=log)
+    try:
+        wait_healthy(service.url + health_path, deadline_s, process)
+    except ServiceError as exc:
+        service.stop()
+        raise ServiceError(f"{name}: {exc}\n--- {log_path} ---\n{service.log_tail()}") from None
+    return service
+
+
+def openforge_argv(*args: str) -> list[str]:
+    """The command line that runs ``openforge ARGS`` with this interpreter."""
+    return [sys.executable, "-m", "pipelines.cli", *args]

@@ -1,0 +1,131 @@
+"""The trajectory record: one line of ``<session_id>.jsonl`` per recorded model call.
+
+The proxy writes these records; scoring and training read them. The field meanings
+and the versioning rule are documented in ``docs/trajectory-schema.md``; keep the two
+in step (a test checks that every field here is documented there).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+# Bump the major part for changes a reader of the previous version would misread
+# (renamed or re-typed fields); the minor part for added optional fields.
+SCHEMA_VERSION = "1.0"
+_SUPPORTED_MAJOR = "1"
+
+Api = Literal["chat.completions", "completions", "responses", "anthropic.messages"]
+
+
+class Sampling(BaseModel):
+    """The sampling settings the upstream actually used for this call."""
+
+    model_config = ConfigDict(extra="allow")
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: list[str] | None = None
+    overridden: bool = Field(
+        False, description="True when the proxy replaced the harness's settings (training mode)."
+    )
+
+
+class RecordedCall(BaseModel):
+    """One model call as the harness made it and as the policy answered it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str = SCHEMA_VERSION
+    session_id: str
+    call_index: int = Field(ge=0, description="0-based position of this call in its session file.")
+    api: Api
+    stream: bool = False
+    model: str | None = Field(None, description="Model name sent upstream.")
+    policy_version: str | None = Field(None, description="Checkpoint the upstream served.")
+    request: dict[str, Any] = Field(description="Request body as the harness sent it.")
+    response: dict[str, Any] | None = Field(
+        None, description="Response body as returned to the harness (reassembled when streamed)."
+    )
+    prompt_token_ids: list[int] = Field(default_factory=list)
+    completion_token_ids: list[int] = Field(default_factory=list)
+    completion_logprobs: list[float] = Field(default_factory=list)
+    finish_reason: str | None = None
+    sampling: Sampling = Field(default_factory=Sampling)
+    tags: dict[str, Any] = Field(default_factory=dict)
+    request_digest: str | None = Field(None, description="sha256 of the canonical request body.")
+    started_at: float = Field(description="Unix time (seconds) when the proxy received the call.")
+    latency_ms: float = Field(ge=0)
+    upstream_status: int = Field(description="HTTP status of the upstream (0 if it was unreachable).")
+    error: str | None = Field(None, description="What went wrong, when the call did not succeed.")
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> "RecordedCall":
+        major = self.schema_version.split(".", 1)[0]
+        if major != _SUPPORTED_MAJOR:
+            raise ValueError(
+                f"schema_version {self.schema_version!r} is not readable by this OpenForge "
+                f"(reads {_SUPPORTED_MAJOR}.x); upgrade OpenForge or re-record"
+            )
+        if self.completion_logprobs and len(self.completion_logprobs) != len(self.completion_token_ids):
+            raise ValueError(
+                f"completion_logprobs has {len(self.completion_logprobs)} entries but "
+                f"completion_token_ids has {len(self.completion_token_ids)}; they must match one to one"
+            )
+        return self
+
+    @property
+    def ok(self) -> bool:
+        """A call that succeeded upstream and carries the tokens training needs."""
+        return self.upstream_status == 200 and self.error is None and bool(self.completion_token_ids)
+
+
+class TrajectoryError(ValueError):
+    """A recorded file that does not hold valid records; the message names file and line."""
+
+
+def _parse_line(path: Path, lineno: int, raw: bytes) -> RecordedCall:
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise TrajectoryError(f"{path}:{lineno}: not valid JSON ({exc})") from None
+    try:
+        return RecordedCall.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<record>'}: {err['msg']}" for err in exc.errors()
+        )
+        raise TrajectoryError(f"{path}:{lineno}: invalid record ({problems})") from None
+
+
+def read_session(path: str | Path) -> list[RecordedCall]:
+    """Read and validate one session file; raise TrajectoryError naming the bad line.
+
+    A file whose last line lacks its newline was cut short by a crash mid-write; that
+    line was never a completed call, so it is reported rather than silently dropped.
+    """
+    path = Path(path)
+    calls: list[RecordedCall] = []
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
+                raise TrajectoryError(f"{path}:{lineno}: truncated last line (the writer stopped mid-record)")
+            if raw.strip():
+                calls.append(_parse_line(path, lineno, raw))
+    for expected, call in enumerate(calls):
+        if call.call_index != expected:
+            raise TrajectoryError(
+                f"{path}: call_index {call.call_index} at position {expected}; calls are out of order"
+            )
+    return calls
+
+
+def read_sessions(directory: str | Path) -> Iterator[tuple[str, list[RecordedCall]]]:
+    """Yield ``(session_id, calls)`` for every ``*.jsonl`` file in a directory, sorted by name."""
+    for path in sorted(Path(directory).glob("*.jsonl")):
+        yield path.stem, read_session(path)

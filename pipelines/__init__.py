@@ -1,0 +1,1 @@
+"""OpenForge pipelines: wiring of the components into an RL iteration, and the CLI."""
