@@ -1,0 +1,185 @@
+"""The experiment config: one YAML file drives the local run and the Argo workflow alike.
+
+Every field is declared once here with its meaning and default. Validation happens at
+the edge (``load_config``) and its errors name the field and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+_DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class _Section(BaseModel):
+    # A misspelled key is the commonest config mistake: refuse it instead of ignoring it.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelConfig(_Section):
+    path: str | None = Field(None, description="HuggingFace model directory (local path or s3:// prefix).")
+    tiny_seed: int | None = Field(
+        0, description="Build the tiny CPU model with this seed when `path` is not given."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ModelConfig":
+        if self.path is None and self.tiny_seed is None:
+            raise ValueError("set model.path to a checkpoint, or model.tiny_seed to build the tiny model")
+        return self
+
+
+class EngineConfig(_Section):
+    kind: Literal["dev", "vllm"] = Field("dev", description="`dev`: CPU dev engine; `vllm`: vllm serve (GPU).")
+    max_model_len: int = Field(32768, gt=0, description="Longest prompt + completion the engine accepts.")
+    startup_timeout_s: float = Field(120.0, gt=0, description="How long to wait for the engine to be healthy.")
+
+
+class HarnessConfig(_Section):
+    name: str = Field("reference", description="Harness adapter: reference, claude-code, codex, openclaw, mini-swe-agent.")
+    max_turns: int = Field(8, gt=0, description="Model calls one rollout may make (reference harness).")
+    max_tokens: int = Field(64, gt=0, description="Completion tokens per model call.")
+
+
+class TasksConfig(_Section):
+    source: str = Field(description="Task set: a folder of tasks or an s3:// prefix.")
+    per_iteration: int | None = Field(
+        None, gt=0, description="Tasks sampled per iteration (all tasks when unset)."
+    )
+
+
+class RolloutConfig(_Section):
+    samples_per_task: int = Field(4, ge=1, description="GRPO group size: rollouts per task per iteration.")
+    concurrency: int = Field(8, ge=1, description="Rollouts running at once.")
+    time_limit_s: float = Field(120.0, gt=0, description="Wall-clock limit of one rollout, start-up included.")
+    min_usable_fraction: float = Field(
+        0.5, ge=0, le=1, description="Stop the iteration instead of training when fewer rollouts are usable."
+    )
+
+
+class AlgorithmConfig(_Section):
+    name: Literal["grpo"] = "grpo"
+    learning_rate: float = Field(1e-4, gt=0)
+    temperature: float = Field(1.0, gt=0, description="Sampling temperature; the proxy enforces it and training checks it.")
+    clip_ratio: float = Field(0.2, gt=0, description="PPO clip range (low and high).")
+    kl_coef: float = Field(0.0, ge=0, description="KL penalty against the reference policy (0: off, the GRPO default here).")
+    loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = "token-mean"
+    norm_adv_by_std: bool = Field(True, description="GRPO: divide advantages by the group's std.")
+    max_prompt_tokens: int = Field(8192, gt=0, description="Rows with longer prompts are dropped (counted).")
+    max_response_tokens: int = Field(4096, gt=0, description="Rows with longer responses are truncated (counted).")
+    epochs: int = Field(1, ge=1, description="Passes over the batch per iteration.")
+    micro_batch_size: int = Field(8, ge=1)
+
+
+class StorageConfig(_Section):
+    uri: str = Field("file://.openforge/runs", description="Artifact root: file://PATH or s3://BUCKET/PREFIX.")
+    endpoint_url: str | None = Field(None, description="S3 endpoint (MinIO, moto, ...); AWS when unset.")
+
+    @field_validator("uri")
+    @classmethod
+    def _scheme(cls, value: str) -> str:
+        if not value.startswith(("file://", "s3://")):
+            raise ValueError(f"storage.uri {value!r} must start with file:// or s3://")
+        return value.rstrip("/")
+
+
+class TrackingConfig(_Section):
+    uri: str = Field("sqlite:///.openforge/mlflow.db", description="MLflow tracking URI.")
+    experiment: str | None = Field(None, description="MLflow experiment name (defaults to the config's name).")
+
+
+class ClusterConfig(_Section):
+    namespace: str = Field("openforge", description="Kubernetes namespace of the workflows.")
+    image: str = Field("openforge/runtime:0.1.0", description="Image of the prepare, score and train steps.")
+    proxy_image: str = Field("openforge/proxy:0.1.0")
+    engine_image: str = Field("openforge/engine:0.1.0")
+    service_account: str = Field("openforge-workflow")
+    storage_secret: str = Field(
+        "openforge-storage",
+        description="Secret with the store's credentials (AWS_ACCESS_KEY_ID, ...), given to every step but the rollouts.",
+    )
+
+
+class ExperimentConfig(_Section):
+    name: str = Field(description="Run name: lower-case letters, digits and '-', at most 40 characters.")
+    seed: int = Field(0, description="Seeds task sampling, the tiny model and the trainer.")
+    iterations: int = Field(3, ge=1, description="RL iterations `openforge run` performs.")
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    harness: HarnessConfig = Field(default_factory=HarnessConfig)
+    tasks: TasksConfig
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_name(cls, value: str) -> str:
+        # The name becomes part of Argo object names (DNS-1123, <= 63 with suffixes).
+        if len(value) > 40 or not _DNS1123.match(value):
+            raise ValueError(
+                f"name {value!r} must be lower-case letters, digits and '-', start and end with a "
+                "letter or digit, at most 40 characters (it names Argo objects)"
+            )
+        return value
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be used; the message names the file, the field and the fix."""
+
+
+def _format(path: Path, exc: ValidationError) -> str:
+    lines = [f"{path}: invalid experiment config"]
+    for err in exc.errors():
+        field = ".".join(str(p) for p in err["loc"]) or "<top level>"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field (misspelled? see components/core/config.py for the fields)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        lines.append(f"  {field}: {msg}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate an experiment YAML; relative file:// and task paths stay relative to the CWD."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    return config_from_text(text, str(path))
+
+
+CONFIG_ENV = "OPENFORGE_CONFIG_YAML"
+
+
+def config_from_text(text: str, origin: str = CONFIG_ENV) -> ExperimentConfig:
+    """Validate config YAML given as text (how workflow steps receive it)."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{origin}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{origin}: the top level must be a mapping of fields")
+    try:
+        return ExperimentConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(_format(Path(origin), exc)) from None
+
+
+def config_from_env() -> ExperimentConfig:
+    """The config a workflow step receives as YAML text in ``OPENFORGE_CONFIG_YAML``."""
+    import os
+
+    text = os.environ.get(CONFIG_ENV)
+    if not text:
+        raise ConfigError(f"{CONFIG_ENV} is not set: put the experiment config YAML in it (the workflow does)")
+    return config_from_text(text)

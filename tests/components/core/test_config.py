@@ -1,0 +1,62 @@
+"""The experiment config refuses mistakes at the edge, naming the field and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.core.config import ConfigError, config_from_text, load_config
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def _load(tmp_path: Path, text: str):
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    return load_config(path)
+
+
+def test_minimal_config_gets_defaults(tmp_path: Path) -> None:
+    config = _load(tmp_path, "name: demo\ntasks: {source: examples/tasks/quickstart}\n")
+    assert config.rollout.samples_per_task == 4
+    assert config.storage.uri.startswith("file://")
+
+
+def test_misspelled_field_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"rollout\.samples_per_tsk: unknown field"):
+        _load(tmp_path, "name: demo\ntasks: {source: x}\nrollout: {samples_per_tsk: 3}\n")
+
+
+def test_missing_tasks_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"tasks: required field is missing"):
+        _load(tmp_path, "name: demo\n")
+
+
+def test_bad_name_explains_the_rule(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"name: .*lower-case letters"):
+        _load(tmp_path, "name: My_Run\ntasks: {source: x}\n")
+
+
+def test_bad_storage_scheme(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"storage\.uri: .*file:// or s3://"):
+        _load(tmp_path, "name: demo\ntasks: {source: x}\nstorage: {uri: 'http://bucket'}\n")
+
+
+def test_wrong_type_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"rollout\.concurrency"):
+        _load(tmp_path, "name: demo\ntasks: {source: x}\nrollout: {concurrency: many}\n")
+
+
+def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such config file"):
+        load_config(tmp_path / "absent.yaml")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        config_from_text("name: [unclosed")
+    with pytest.raises(ConfigError, match="mapping of fields"):
+        config_from_text("- a list")
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
+def test_example_configs_validate(path: Path) -> None:
+    assert load_config(path).name
