@@ -1,0 +1,114 @@
+"""Compile an experiment config into Argo manifests: plain dicts, then YAML files with stable bytes.
+
+The YAML written here is committed under ``argo/`` as golden files and is what the local
+executor runs, so the same config must always give the same bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+from components.core.config import ConfigError, ExperimentConfig, load_config
+
+# File name per kind, after the experiment-name prefix is taken off the object's name.
+_KIND_SUFFIX = {"WorkflowTemplate": "template", "CronWorkflow": "cron", "Workflow": "workflow"}
+
+
+def compile_config(config: ExperimentConfig) -> list[dict[str, Any]]:
+    """The experiment's manifests as plain JSON-like dicts, in a fixed order."""
+    from pipelines.iteration import build_iteration_template
+
+    templates = [build_iteration_template(config)]
+    return [_name_first(t.build().model_dump(by_alias=True, exclude_none=True, mode="json")) for t in templates]
+
+
+def _name_first(value: Any) -> Any:
+    # Readability only: `name` leads each mapping, the rest keeps the models' (fixed) field order.
+    if isinstance(value, dict):
+        ordered = {"name": value["name"]} if "name" in value else {}
+        ordered.update((k, _name_first(v)) for k, v in value.items() if k != "name")
+        return ordered
+    if isinstance(value, list):
+        return [_name_first(v) for v in value]
+    return value
+
+
+class _ManifestDumper(yaml.SafeDumper):
+    """Block style throughout; multi-line strings (the embedded config) as literal blocks."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in text else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_ManifestDumper.add_representer(str, _represent_str)
+
+
+def dump_manifest(doc: dict[str, Any]) -> str:
+    """One manifest as YAML text; the same dict always gives the same text."""
+    return yaml.dump(doc, Dumper=_ManifestDumper, sort_keys=False, default_flow_style=False, width=120)
+
+
+def manifest_filename(doc: dict[str, Any], experiment: str) -> str:
+    """`<name>-iteration` of kind WorkflowTemplate -> `iteration-template.yaml`."""
+    stem = doc["metadata"]["name"].removeprefix(f"{experiment}-")
+    return f"{stem}-{_KIND_SUFFIX[doc['kind']]}.yaml"
+
+
+def write_manifests(config: ExperimentConfig, out_dir: Path) -> list[Path]:
+    """Compile ``config`` into ``out_dir/<experiment name>/``, one YAML file per manifest."""
+    target = out_dir / config.name
+    target.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for doc in compile_config(config):
+        path = target / manifest_filename(doc, config.name)
+        path.write_text(dump_manifest(doc))
+        paths.append(path)
+    return paths
+
+
+def compile_command(
+    config_path: Path = typer.Argument(..., metavar="CONFIG", help="Experiment config YAML."),
+    out: Path = typer.Option(Path("argo"), "--out", help="Folder; manifests go to OUT/<experiment name>/."),
+    check: bool = typer.Option(
+        False, "--check", help="Validate the manifests: strict Argo schema, Hera round trip, lint."
+    ),
+    schema: Path | None = typer.Option(
+        None, "--schema", help="Argo's JSON schema (default: ../shared/argo/ next to the project)."
+    ),
+) -> None:
+    """Compile an experiment config into Argo manifests (the files the local executor runs)."""
+    try:
+        config = load_config(config_path)
+    except ConfigError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    for path in write_manifests(config, out):
+        typer.echo(f"wrote {path}")
+    if check:
+        _check_or_exit(compile_config(config), schema)
+
+
+def _check_or_exit(docs: list[dict[str, Any]], schema: Path | None) -> None:
+    from pipelines.validate import SchemaUnavailable, check_manifests, default_schema_path
+
+    try:
+        findings = check_manifests(docs, schema or default_schema_path())
+    except SchemaUnavailable as exc:
+        if schema is not None:  # asked for by name: a missing file is the user's mistake
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        # A clone without ../shared still gets the other two layers.
+        typer.echo(f"note: schema layer skipped: {exc}", err=True)
+        findings = check_manifests(docs, None)
+    for finding in findings:
+        typer.echo(str(finding), err=True)
+    if findings:
+        typer.echo(f"{len(findings)} problem(s) in the compiled manifests", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"checked {len(docs)} manifest(s): no problems")

@@ -1,0 +1,51 @@
+"""Layer 2: a trip through Hera's models exposes dropped fields, coerced and wrong types."""
+
+from __future__ import annotations
+
+from tests.pipelines._manifests import quickstart_manifest, template
+
+from pipelines.validate import roundtrip_findings
+
+
+def test_compiled_manifest_survives_the_round_trip_unchanged() -> None:
+    assert roundtrip_findings(quickstart_manifest()) == []
+
+
+def test_unknown_field_is_reported_as_dropped() -> None:
+    doc = quickstart_manifest()
+    template(doc, "iteration")["parallelizm"] = 4
+    (finding,) = roundtrip_findings(doc)
+    assert finding.path == "spec.templates[0].parallelizm"
+    assert "dropped by Hera's model" in finding.message
+
+
+def test_snake_case_field_is_reported_as_renamed() -> None:
+    doc = quickstart_manifest()
+    doc["spec"]["service_account_name"] = doc["spec"].pop("serviceAccountName")
+    messages = {f.path: f.message for f in roundtrip_findings(doc)}
+    assert "dropped" in messages["spec.service_account_name"]
+    assert "added" in messages["spec.serviceAccountName"]
+
+
+def test_coerced_value_is_reported_as_changed() -> None:
+    doc = quickstart_manifest()
+    template(doc, "iteration")["parallelism"] = "9"
+    (finding,) = roundtrip_findings(doc)
+    assert finding.path == "spec.templates[0].parallelism"
+    assert finding.message == "changed by Hera's model from '9' to 9"
+
+
+def test_wrong_type_is_rejected_by_the_models_with_its_location() -> None:
+    doc = quickstart_manifest()
+    template(doc, "iteration")["parallelism"] = "three"
+    findings = roundtrip_findings(doc)
+    assert findings and all(f.layer == "roundtrip" for f in findings)
+    assert findings[0].path.startswith("spec.templates[0].parallelism")
+    assert "'three'" in findings[0].message
+
+
+def test_unknown_kind_has_no_model() -> None:
+    doc = quickstart_manifest()
+    doc["kind"] = "Pipeline"
+    (finding,) = roundtrip_findings(doc)
+    assert "no model for kind 'Pipeline'" in finding.message

@@ -1,0 +1,89 @@
+"""Layer 1: the strict Argo schema catches misspellings and wrong types, and accepts valid Argo."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.pipelines._manifests import quickstart_manifest, require_schema, template
+
+from pipelines.validate import SchemaUnavailable, schema_findings
+
+Doc = dict[str, Any]
+
+
+def _rename(obj: Doc, old: str, new: str) -> None:
+    obj[new] = obj.pop(old)
+
+
+MISTAKES: dict[str, tuple[Callable[[Doc], None], str]] = {
+    "misspelled DAG field": (
+        lambda d: _rename(template(d, "iteration"), "parallelism", "parallelizm"),
+        "spec.templates[0].parallelizm",
+    ),
+    "misspelled container field": (
+        lambda d: _rename(template(d, "score")["container"], "command", "comand"),
+        "spec.templates[4].container.comand",
+    ),
+    "snake_case spec field": (
+        lambda d: d["spec"].update(node_selector={"gpu": "true"}),
+        "spec.node_selector",
+    ),
+    "field of the wrong object": (
+        lambda d: template(d, "rollout")["sidecars"][0].update(daemon=True),
+        "spec.templates[3].sidecars[0].daemon",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_strict_schema_names_each_unknown_field(mistake: str) -> None:
+    schema = require_schema()
+    doc = quickstart_manifest()
+    mutate, path = MISTAKES[mistake]
+    mutate(doc)
+    findings = schema_findings(doc, schema)
+    assert [f.path for f in findings] == [path]
+    assert "unknown field" in findings[0].message
+    assert str(findings[0]).startswith(f"[schema] WorkflowTemplate/quickstart-iteration: {path}: ")
+
+
+def test_wrong_type_is_reported_with_the_expected_type() -> None:
+    schema = require_schema()
+    doc = quickstart_manifest()
+    template(doc, "serve")["daemon"] = "yes"
+    (finding,) = schema_findings(doc, schema)
+    assert finding.path == "spec.templates[2].daemon"
+    assert finding.message == "expected boolean, got str 'yes'"
+
+
+def test_valid_int_or_string_quantity_and_list_values_are_accepted() -> None:
+    # As published the schema types these as strings and would flag valid manifests.
+    schema = require_schema()
+    doc = quickstart_manifest()
+    train = template(doc, "train")
+    train["activeDeadlineSeconds"] = 1800
+    train["container"]["resources"] = {"limits": {"cpu": 2, "memory": "4Gi"}}
+    doc["spec"]["arguments"]["parameters"].append({"name": "extra", "value": ["a", "b"]})
+    assert schema_findings(doc, schema) == []
+
+
+def test_each_document_is_checked_against_its_own_kind() -> None:
+    schema = require_schema()
+    doc = quickstart_manifest()
+    doc["kind"] = "Workflow"
+    assert schema_findings(doc, schema) == []  # a template's spec is a valid Workflow spec
+    doc["kind"] = "CronWorkflow"
+    findings = {f.path: f.message for f in schema_findings(doc, schema)}
+    assert "unknown field" in findings["spec.templates"]  # a CronWorkflow has them in spec.workflowSpec
+    doc["kind"] = "Pipeline"
+    (finding,) = schema_findings(doc, schema)
+    assert finding.path == "kind" and "unknown kind 'Pipeline'" in finding.message
+
+
+def test_missing_schema_file_raises_with_where_it_looked(tmp_path: Path) -> None:
+    missing = tmp_path / "schema.json"
+    with pytest.raises(SchemaUnavailable, match=str(missing)):
+        schema_findings(quickstart_manifest(), missing)
