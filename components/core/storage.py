@@ -119,7 +119,9 @@ class S3Store:
             raise StorageError(f"checking {self.root}/{key} failed: {exc}") from exc
 
     def list(self, prefix: str) -> list[str]:
-        full = self._key(prefix) if prefix else self.prefix
+        # A trailing slash is allowed: it lists a folder, not every key sharing the prefix.
+        folder = "/" if prefix.endswith("/") else ""
+        full = self._key(prefix.rstrip("/")) + folder if prefix else self.prefix
         strip = len(self.prefix) + 1 if self.prefix else 0
         keys: list[str] = []
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
@@ -152,8 +154,10 @@ def get_dir(store: ArtifactStore, prefix: str, local: Path) -> list[Path]:
     if local.exists():
         shutil.rmtree(local)
     paths = []
-    for key in store.list(prefix):
-        path = local / key[len(prefix) + 1 :]
+    base = prefix.rstrip("/")
+    # The trailing slash keeps `tasks/a` from also matching `tasks/ab/...` on S3.
+    for key in store.list(base + "/"):
+        path = local / key[len(base) + 1 :]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(store.get_bytes(key))
         paths.append(path)

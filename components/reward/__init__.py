@@ -1,0 +1,22 @@
+"""Scoring: verifier outcomes to rewards, GRPO group statistics, pass@k and pass^k."""
+
+from components.reward.passk import pass_at_k, pass_hat_k
+from components.reward.scoring import Capture, group_id, inspect_capture, score_outcomes
+from components.reward.stats import GroupStats, TaskStats, group_stats, score_metrics, task_stats
+from components.reward.step import ScoreReport, score_iteration
+
+__all__ = [
+    "Capture",
+    "GroupStats",
+    "ScoreReport",
+    "TaskStats",
+    "group_id",
+    "group_stats",
+    "inspect_capture",
+    "pass_at_k",
+    "pass_hat_k",
+    "score_iteration",
+    "score_metrics",
+    "score_outcomes",
+    "task_stats",
+]

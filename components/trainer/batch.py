@@ -1,0 +1,192 @@
+"""Recorded calls plus rewards to a veRL ``DataProto`` (DESIGN.md, "From calls to a veRL batch").
+
+The layout is the one veRL's own agent loop produces for multi-turn rollouts, so the
+GPU trainer can consume the same file: ``prompts`` left-padded, ``responses``
+right-padded, ``input_ids = prompts ++ responses``, ``response_mask`` 1 only on sampled
+tokens. The GRPO advantage is computed once per rollout with veRL's
+``compute_grpo_outcome_advantage`` and broadcast to that rollout's rows, so a rollout
+split into several rows still counts once in its group's mean and std.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Mapping, Sequence
+
+from pydantic import BaseModel
+
+from components.core.config import AlgorithmConfig
+from components.core.outcome import RewardRecord
+from components.core.trajectory import RecordedCall
+from components.trainer.rows import BatchError, Row, fit_row, merge_calls
+
+
+class BatchStats(BaseModel):
+    """What went into the batch and what was left out, and why."""
+
+    rows: int = 0
+    rollouts: int = 0  # usable rollouts in groups with signal
+    merge_continuations: int = 0
+    merge_breaks: int = 0
+    superseded_calls: int = 0
+    dropped_rows: int = 0  # prompt longer than algorithm.max_prompt_tokens
+    truncated_rows: int = 0  # response cut to algorithm.max_response_tokens
+    skipped_groups: int = 0  # all usable rewards equal: no signal
+    unusable_rollouts: int = 0
+
+    def metrics(self) -> dict[str, float]:
+        return {
+            "batch/rows": float(self.rows),
+            "batch/rollouts": float(self.rollouts),
+            "batch/merge_breaks": float(self.merge_breaks),
+            "batch/merge_continuations": float(self.merge_continuations),
+            "batch/dropped_rows": float(self.dropped_rows),
+            "batch/truncated_rows": float(self.truncated_rows),
+            "batch/skipped_groups": float(self.skipped_groups),
+        }
+
+
+def _groups_with_signal(records: Sequence[RewardRecord], stats: BatchStats) -> list[RewardRecord]:
+    """Usable records of groups whose rewards differ; all-equal groups have zero advantage."""
+    by_group: dict[str, list[RewardRecord]] = defaultdict(list)
+    for record in records:
+        if record.usable:
+            by_group[record.group_id].append(record)
+        else:
+            stats.unusable_rollouts += 1
+    kept = []
+    for members in by_group.values():
+        # A lone rollout also lands here: veRL would give it mean 0, std 1, i.e. its raw reward.
+        if len({m.reward for m in members}) == 1:
+            stats.skipped_groups += 1
+        else:
+            kept.extend(members)
+    return sorted(kept, key=lambda r: r.rollout_id)
+
+
+def rollout_advantages(records: Sequence[RewardRecord], norm_adv_by_std: bool) -> dict[str, float]:
+    """GRPO advantage per rollout, from veRL's own estimator with one length-1 "response" each."""
+    import numpy as np
+    import torch
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    if not records:
+        return {}
+    scores = torch.tensor([[r.reward] for r in records], dtype=torch.float32)
+    advantages, _ = compute_grpo_outcome_advantage(
+        token_level_rewards=scores,
+        response_mask=torch.ones_like(scores),
+        index=np.array([r.group_id for r in records], dtype=object),
+        norm_adv_by_std_in_grpo=norm_adv_by_std,
+    )
+    return {r.rollout_id: float(a) for r, a in zip(records, advantages[:, 0].tolist())}
+
+
+def _collect_rows(
+    calls_by_rollout: Mapping[str, Sequence[RecordedCall]],
+    records: Sequence[RewardRecord],
+    algorithm: AlgorithmConfig,
+    stats: BatchStats,
+) -> list[Row]:
+    rows = []
+    for record in records:
+        calls = calls_by_rollout.get(record.rollout_id)
+        if calls is None:
+            raise BatchError(
+                f"rollout {record.rollout_id} is usable but has no trajectory; "
+                "pass the trajectory folder the rewards were scored from"
+            )
+        merged, counts = merge_calls(record.rollout_id, calls, algorithm.temperature)
+        stats.merge_continuations += counts.continuations
+        stats.merge_breaks += counts.breaks
+        stats.superseded_calls += counts.superseded
+        for row in merged:
+            fitted, truncated = fit_row(row, algorithm.max_prompt_tokens, algorithm.max_response_tokens)
+            stats.dropped_rows += fitted is None
+            stats.truncated_rows += truncated
+            if fitted is not None:
+                rows.append(fitted)
+    return rows
+
+
+def _pad(seqs: Sequence[Sequence[float]], width: int, value: float, *, left: bool, dtype: object) -> object:
+    import torch
+
+    out = torch.full((len(seqs), width), value, dtype=dtype)
+    for i, seq in enumerate(seqs):
+        if seq:
+            values = torch.tensor(seq, dtype=dtype)
+            if left:
+                out[i, width - len(seq) :] = values
+            else:
+                out[i, : len(seq)] = values
+    return out
+
+
+def _to_dataproto(
+    rows: Sequence[Row],
+    records: Mapping[str, RewardRecord],
+    advantages: Mapping[str, float],
+    temperature: float,
+    pad_token_id: int,
+    stats: BatchStats,
+) -> object:
+    import numpy as np
+    import torch
+    from verl import DataProto
+    from verl.utils.model import compute_position_id_with_mask
+
+    prompt_width = max((len(r.prompt) for r in rows), default=0)
+    response_width = max((len(r.response) for r in rows), default=0)
+    prompts = _pad([r.prompt for r in rows], prompt_width, pad_token_id, left=True, dtype=torch.long)
+    responses = _pad([r.response for r in rows], response_width, pad_token_id, left=False, dtype=torch.long)
+    response_mask = _pad([r.response_mask for r in rows], response_width, 0, left=False, dtype=torch.long)
+    prompt_present = _pad([[1] * len(r.prompt) for r in rows], prompt_width, 0, left=True, dtype=torch.long)
+    response_present = _pad([[1] * len(r.response) for r in rows], response_width, 0, left=False, dtype=torch.long)
+    attention_mask = torch.cat([prompt_present, response_present], dim=1)
+    # The reward sits on each row's last response token, which fit_row keeps a sampled one.
+    scores = torch.zeros((len(rows), response_width), dtype=torch.float32)
+    for i, row in enumerate(rows):
+        scores[i, len(row.response) - 1] = records[row.rollout_id].reward
+    row_advantage = torch.tensor([[advantages[r.rollout_id]] for r in rows], dtype=torch.float32)
+    tensors = {
+        "prompts": prompts,
+        "responses": responses,
+        "input_ids": torch.cat([prompts, responses], dim=1),
+        "attention_mask": attention_mask,
+        "position_ids": compute_position_id_with_mask(attention_mask),
+        "response_mask": response_mask,
+        "rollout_log_probs": _pad([r.logprobs for r in rows], response_width, 0.0, left=False, dtype=torch.float32),
+        "token_level_scores": scores,
+        "token_level_rewards": scores.clone(),  # no KL-in-reward: veRL copies scores to rewards
+        "advantages": row_advantage.reshape(len(rows), 1).expand(len(rows), response_width) * response_mask,
+    }
+    return DataProto.from_dict(
+        tensors=tensors,
+        non_tensors={
+            "uid": np.array([records[r.rollout_id].group_id for r in rows], dtype=object),
+            "rollout_id": np.array([r.rollout_id for r in rows], dtype=object),
+        },
+        meta_info={"temperature": temperature, "openforge_batch_stats": stats.model_dump()},
+    )
+
+
+def build_batch(
+    calls_by_rollout: Mapping[str, Sequence[RecordedCall]],
+    records: Sequence[RewardRecord],
+    algorithm: AlgorithmConfig,
+    pad_token_id: int = 0,
+) -> tuple[object, BatchStats]:
+    """The veRL DataProto of one iteration and its stats; zero rows when no group has signal.
+
+    ``calls_by_rollout`` maps rollout ids to their recorded calls; only usable rollouts
+    of groups whose rewards differ need to be present.
+    """
+    stats = BatchStats()
+    trained = _groups_with_signal(records, stats)
+    stats.rollouts = len(trained)
+    advantages = rollout_advantages(trained, algorithm.norm_adv_by_std)
+    rows = _collect_rows(calls_by_rollout, trained, algorithm, stats)
+    stats.rows = len(rows)
+    data = _to_dataproto(rows, {r.rollout_id: r for r in trained}, advantages, algorithm.temperature, pad_token_id, stats)
+    return data, stats

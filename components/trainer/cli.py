@@ -1,0 +1,52 @@
+"""``openforge step train`` and ``openforge batch build``: parse, validate, call one function."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+batch_app = typer.Typer(help="Build and inspect veRL training batches.", no_args_is_help=True)
+
+
+def _config(path: Path | None = None):  # -> ExperimentConfig, imported lazily
+    from components.core.config import ConfigError, config_from_env, load_config
+
+    try:
+        return load_config(path) if path is not None else config_from_env()
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def train_command(
+    iteration: Annotated[int, typer.Option(min=0, help="The iteration whose rollouts to train on (serves checkpoint K).")],
+) -> None:
+    """Build the batch, run the GRPO update on CPU and commit checkpoint K+1."""
+    from components.core.storage import open_store
+    from components.trainer.step import train_iteration
+
+    config = _config()
+    metrics = train_iteration(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
+    typer.echo(", ".join(f"{name}={value:.4g}" for name, value in sorted(metrics.items())))
+
+
+@batch_app.command("build")
+def build_command(
+    trajectories: Annotated[Path, typer.Option(help="Folder of <rollout_id>.jsonl files recorded by the proxy.")],
+    rewards: Annotated[Path, typer.Option(help="rewards.json written by the score step.")],
+    out: Annotated[Path, typer.Option(help="Where to write the DataProto (DataProto.save_to_disk).")],
+    config: Annotated[
+        Optional[Path], typer.Option(help="Experiment config for the algorithm settings (default: $OPENFORGE_CONFIG_YAML, else defaults).")
+    ] = None,
+    pad_token_id: Annotated[int, typer.Option(help="Padding token id (the model's pad_token_id).")] = 0,
+) -> None:
+    """Turn recorded calls plus rewards into the veRL batch the trainer consumes."""
+    import os
+
+    from components.core.config import CONFIG_ENV, AlgorithmConfig
+    from components.trainer.build import build_batch_file
+
+    algorithm = _config(config).algorithm if config is not None or os.environ.get(CONFIG_ENV) else AlgorithmConfig()
+    stats = build_batch_file(trajectories, rewards, out, algorithm, pad_token_id)
+    typer.echo(f"wrote {out}: " + ", ".join(f"{k}={v}" for k, v in stats.model_dump().items()))

@@ -1,0 +1,152 @@
+"""The GRPO policy update on a CPU: veRL's loss on the recorded batch, with a transformers model.
+
+What runs is veRL's own arithmetic: ``get_policy_loss_fn("vanilla")`` (the PPO clipped
+objective) and ``agg_loss`` from ``verl.trainer.ppo.core_algos``, log-probs and entropy
+from ``verl.utils.torch_functional``, and veRL's actor/optimizer defaults
+(``ActorConfig``, ``OptimizerConfig``: AdamW betas, weight decay, grad clip). Only the
+model forward and the loop are ours: veRL's FSDP engine needs GPUs and a process group.
+
+The data is on-policy, so the "old" log-probs are the ones the engine recorded
+(``rollout_log_probs``); ``train/kl`` therefore starts as the engine/trainer mismatch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from components.core.config import AlgorithmConfig
+
+
+class UpdateError(ValueError):
+    """An update that cannot run as configured; the message names the setting and the fix."""
+
+
+def actor_config(algorithm: AlgorithmConfig, rows: int) -> Any:
+    """veRL's actor config for our algorithm settings (clip range, loss aggregation, optimizer)."""
+    from verl.workers.config import ActorConfig, OptimizerConfig
+
+    return ActorConfig(
+        strategy="fsdp",  # required by the dataclass; nothing here dispatches on it
+        rollout_n=1,
+        ppo_mini_batch_size=max(rows, 1),
+        ppo_micro_batch_size_per_gpu=algorithm.micro_batch_size,
+        ppo_epochs=algorithm.epochs,
+        clip_ratio=algorithm.clip_ratio,
+        clip_ratio_low=algorithm.clip_ratio,
+        clip_ratio_high=algorithm.clip_ratio,
+        loss_agg_mode=algorithm.loss_agg_mode,
+        use_torch_compile=False,
+        optim=OptimizerConfig(lr=algorithm.learning_rate),
+    )
+
+
+def response_log_probs(model: Any, micro: Any, temperature: float) -> tuple[Any, Any]:
+    """(log-prob, entropy) of each response token under ``model``, shape (rows, response width)."""
+    from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
+
+    prompt_width = micro["prompts"].shape[1]
+    response_width = micro["responses"].shape[1]
+    logits = model(
+        input_ids=micro["input_ids"],
+        attention_mask=micro["attention_mask"],
+        position_ids=micro["position_ids"],
+        use_cache=False,
+    ).logits
+    # The logit at position t predicts token t+1: responses start after the last prompt token.
+    logits = logits[:, prompt_width - 1 : prompt_width - 1 + response_width, :] / temperature
+    return logprobs_from_logits(logits, micro["responses"]), entropy_from_logits(logits)
+
+
+def policy_loss(log_prob: Any, entropy: Any, micro: Any, config: Any) -> tuple[Any, dict[str, float]]:
+    """veRL's vanilla PPO-clip loss of one micro-batch, normalised over the whole batch.
+
+    ``config.global_batch_info`` carries the batch's token and row counts, so the
+    micro-batch losses sum to the batch loss as in veRL's own ``ppo_loss``.
+    """
+    import torch
+    from verl.trainer.ppo.core_algos import agg_loss, get_policy_loss_fn
+
+    mask = micro["response_mask"].to(torch.bool)
+    loss, pg_metrics = get_policy_loss_fn("vanilla")(
+        old_log_prob=micro["rollout_log_probs"],
+        log_prob=log_prob,
+        advantages=micro["advantages"],
+        response_mask=mask,
+        loss_agg_mode=config.loss_agg_mode,
+        config=config,
+    )
+    with torch.no_grad():
+        entropy_value = agg_loss(entropy, mask, config.loss_agg_mode, **config.global_batch_info)
+    return loss, {
+        "kl": pg_metrics["actor/ppo_kl"],
+        "clip_frac": pg_metrics["actor/pg_clipfrac"],
+        "entropy": float(entropy_value),
+    }
+
+
+def _global_batch_info(response_mask: Any) -> dict[str, Any]:
+    # One optimizer step per epoch over the whole batch, on one "rank".
+    return {
+        "dp_size": 1,
+        "batch_num_tokens": int(response_mask.sum()),
+        "global_batch_size": int((response_mask.sum(dim=-1) > 0).sum()),
+        "loss_scale_factor": None,
+    }
+
+
+def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: float, micro_size: int) -> dict[str, float]:
+    import torch
+
+    optimizer.zero_grad(set_to_none=True)
+    total_tokens = int(batch["response_mask"].sum())
+    sums = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0}
+    for micro in batch.split(micro_size):
+        log_prob, entropy = response_log_probs(model, micro, temperature)
+        loss, metrics = policy_loss(log_prob, entropy, micro, config)
+        loss.backward()
+        sums["loss"] += float(loss.detach())  # already a share of the batch loss
+        # veRL reports these as micro-batch means; weight them back to batch means.
+        weight = int(micro["response_mask"].sum()) / total_tokens
+        for name in ("kl", "clip_frac"):
+            sums[name] += metrics[name] * weight
+        sums["entropy"] += metrics["entropy"]
+    grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=config.optim.clip_grad)
+    if torch.isfinite(grad_norm):
+        optimizer.step()
+    else:
+        optimizer.zero_grad(set_to_none=True)  # veRL skips a step with a non-finite norm
+    return {**sums, "grad_norm": float(grad_norm)}
+
+
+def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int) -> dict[str, float]:
+    """Update ``model`` in place on the DataProto ``data``; returns the train/* metrics.
+
+    Deterministic for a given seed, model and batch: no dropout, no shuffling, fixed
+    micro-batch order.
+    """
+    import torch
+
+    if algorithm.kl_coef > 0:
+        raise UpdateError(
+            f"algorithm.kl_coef={algorithm.kl_coef}: the CPU trainer has no reference policy yet; set it to 0"
+        )
+    if len(data) == 0:
+        raise UpdateError("the batch has no rows (every group was skipped); there is nothing to update")
+    temperature = float(data.meta_info["temperature"])
+    if not math.isclose(temperature, algorithm.temperature, rel_tol=1e-6):
+        raise UpdateError(
+            f"the batch was built for temperature {temperature} but algorithm.temperature is "
+            f"{algorithm.temperature}; rebuild the batch with the same config"
+        )
+    torch.manual_seed(seed)
+    batch = data.batch
+    config = actor_config(algorithm, len(data))
+    config.global_batch_info.update(_global_batch_info(batch["response_mask"]))
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.optim.lr, betas=tuple(config.optim.betas), weight_decay=config.optim.weight_decay
+    )
+    model.train()
+    epochs = [_epoch(model, optimizer, batch, config, temperature, algorithm.micro_batch_size) for _ in range(algorithm.epochs)]
+    model.eval()
+    return {f"train/{name}": sum(e[name] for e in epochs) / len(epochs) for name in epochs[0]}

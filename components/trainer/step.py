@@ -1,0 +1,65 @@
+"""The train step: batch from the store's trajectories and rewards, CPU update, checkpoint k+1."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from components.core.config import ExperimentConfig
+from components.core.metrics import merge_metrics, read_metrics
+from components.core.outcome import RewardRecord
+from components.core.storage import ArtifactStore, RunLayout
+from components.trainer.batch import build_batch
+from components.trainer.checkpoint import commit_checkpoint, fetch_checkpoint, save_checkpoint
+from components.trainer.cpu_update import UpdateError, cpu_update
+from components.trainer.inputs import parse_rewards, store_trajectories
+
+_TRAIN_PREFIXES = ("train/", "batch/")
+
+
+def _check_usable(records: list[RewardRecord], min_fraction: float, origin: str) -> None:
+    if not records:
+        raise UpdateError(f"{origin} holds no reward records; did every rollout fail to start?")
+    usable = sum(r.usable for r in records)
+    if usable / len(records) < min_fraction:
+        raise UpdateError(
+            f"only {usable} of {len(records)} rollouts are usable (rollout.min_usable_fraction is "
+            f"{min_fraction}); see 'unusable' in {origin} for the reasons, fix them and rerun the iteration"
+        )
+
+
+def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactStore) -> dict[str, float]:
+    """Train checkpoint ``iteration`` into checkpoint ``iteration + 1``; returns the train metrics.
+
+    Idempotent: when checkpoint k+1 is already committed, nothing is recomputed.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    layout = RunLayout(config.name)
+    version = iteration + 1
+    if store.exists(layout.checkpoint_marker(version)):
+        done = read_metrics(store, layout.metrics(iteration))
+        return {name: value for name, value in done.items() if name.startswith(_TRAIN_PREFIXES)}
+    rewards_key = layout.rewards(iteration)
+    records = parse_rewards(store.get_bytes(rewards_key), f"{store.root}/{rewards_key}")
+    _check_usable(records, config.rollout.min_usable_fraction, rewards_key)
+    with tempfile.TemporaryDirectory(prefix="openforge-train-") as tmp:
+        work = Path(tmp)
+        (work / "calls").mkdir()
+        calls = store_trajectories(store, layout, iteration, [r.rollout_id for r in records if r.usable], work / "calls")
+        parent = fetch_checkpoint(config, store, iteration, work / "base")
+        model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)
+        pad_token_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
+        data, stats = build_batch(calls, records, config.algorithm, pad_token_id)
+        data.save_to_disk(work / "batch.pt")
+        store.put_bytes(layout.batch(iteration), (work / "batch.pt").read_bytes())
+        metrics = stats.metrics()
+        if len(data):
+            metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed))
+        info = {"policy_version": str(version), "iteration": iteration, "parent_version": str(parent), "rows": stats.rows}
+        save_checkpoint(model, work / "base", work / "next", info)
+        # Metrics before the marker: a committed checkpoint always has its metrics.
+        merge_metrics(store, layout.metrics(iteration), metrics)
+        commit_checkpoint(store, layout, version, work / "next")
+    return metrics

@@ -1,0 +1,105 @@
+"""The score step against a local store: plan in, rewards.json and score metrics out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from components.core.config import ExperimentConfig
+from components.core.storage import LocalStore, RunLayout
+from components.reward.cli import score_command
+from components.reward.step import PlanError, score_iteration
+
+CONFIG_YAML = """
+name: unit
+tasks: {{source: tasks}}
+rollout: {{samples_per_task: 2}}
+storage: {{uri: "file://{root}"}}
+"""
+
+
+def _openforge() -> typer.Typer:
+    """``openforge step score`` mounted as the pipeline CLI mounts it."""
+    step = typer.Typer()
+    step.command("score")(score_command)
+    app = typer.Typer()
+    app.add_typer(step, name="step")
+    return app
+
+
+@pytest.fixture
+def run(tmp_path, outcome, call):
+    config = ExperimentConfig(
+        name="unit", tasks={"source": "tasks"}, rollout={"samples_per_task": 2}, storage={"uri": f"file://{tmp_path}"}
+    )
+    store, layout = LocalStore(tmp_path), RunLayout("unit")
+    rollouts = [
+        {"rollout_id": rid, "task_id": rid[:1], "sample_index": int(rid[-1]), "group_id": f"it0-{rid[:1]}"}
+        for rid in ("a-s0", "a-s1", "b-s0", "b-s1")
+    ]
+    store.put_bytes(layout.plan(0), json.dumps({"iteration": 0, "rollouts": rollouts}).encode())
+    written = {
+        "a-s0": outcome("a-s0", passed=True, duration_s=2.0),
+        "a-s1": outcome("a-s1", passed=False, duration_s=4.0),
+        "b-s0": outcome("b-s0", "timeout", duration_s=6.0),
+        # b-s1 never reported (its pod was lost)
+    }
+    for rid, result in written.items():
+        store.put_bytes(layout.outcome(0, rid), result.model_dump_json().encode())
+        session = call(session=rid, completion=(4, 5, 6)).model_dump_json() + "\n"
+        store.put_bytes(layout.trajectory(0, rid), session.encode())
+    return config, store, layout
+
+
+def test_score_writes_records_with_lost_rollouts_as_infra_errors(run):
+    config, store, layout = run
+
+    report = score_iteration(config, 0, store)
+
+    stored = json.loads(store.get_bytes(layout.rewards(0)))
+    records = {r["rollout_id"]: r for r in stored["records"]}
+    assert records["b-s1"]["status"] == "infra_error" and not records["b-s1"]["usable"]
+    assert "no outcome was stored" in stored["unusable"]["b-s1"]
+    assert [records[r]["reward"] for r in ("a-s0", "a-s1", "b-s0")] == [1.0, 0.0, 0.0]
+    assert report.metrics == json.loads(store.get_bytes(layout.metrics(0)))
+
+
+def test_score_metrics_carry_the_contract_names(run):
+    config, store, _ = run
+
+    metrics = score_iteration(config, 0, store).metrics
+
+    assert metrics["reward/mean"] == pytest.approx(1 / 3)
+    assert metrics["pass@1"] == pytest.approx((0.5 + 0.0) / 2)  # task b: one graded rollout, failed
+    assert metrics["pass@k"] == 1.0 and metrics["pass^k"] == 0.0  # only task a has k=2 graded
+    assert metrics["rollouts/ok"] == 2 and metrics["rollouts/timeout"] == 1 and metrics["rollouts/infra_error"] == 1
+    assert metrics["rollouts/usable"] == 3 and metrics["tokens/sampled"] == 9
+    assert metrics["rollout_time_s/p50"] == 4.0
+    assert metrics["groups/skipped_equal"] == 1  # task b: one usable rollout left
+
+
+def test_missing_plan_names_the_step_to_run(tmp_path):
+    config = ExperimentConfig(name="unit", tasks={"source": "tasks"}, storage={"uri": f"file://{tmp_path}"})
+
+    with pytest.raises(PlanError, match="run the prepare step"):
+        score_iteration(config, 0, LocalStore(tmp_path))
+
+
+def test_score_command_reads_the_config_from_the_environment(run, tmp_path):
+    _, store, layout = run
+    result = CliRunner().invoke(
+        _openforge(), ["step", "score", "--iteration", "0"], env={"OPENFORGE_CONFIG_YAML": CONFIG_YAML.format(root=tmp_path)}
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "scored 4 rollouts (3 usable)" in result.output
+    assert store.exists(layout.rewards(0))
+
+
+def test_score_command_without_config_says_how_to_give_one():
+    result = CliRunner().invoke(_openforge(), ["step", "score", "--iteration", "0"], env={"OPENFORGE_CONFIG_YAML": ""})
+
+    assert result.exit_code != 0 and "OPENFORGE_CONFIG_YAML is not set" in result.output

@@ -1,0 +1,142 @@
+"""The train step against a real (local) store: batch, checkpoint k+1 committed last, metrics."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from components.core.config import ExperimentConfig
+from components.core.storage import LocalStore, RunLayout
+from components.trainer.cpu_update import UpdateError
+from components.trainer.step import train_iteration
+
+
+class _RecordingStore(LocalStore):
+    """A local store that remembers the order of its writes."""
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.writes: list[str] = []
+
+    def put_bytes(self, key, data):
+        self.writes.append(key)
+        super().put_bytes(key, data)
+
+
+@pytest.fixture
+def run(tmp_path, tiny_model_dir, two_turn_group):
+    config = ExperimentConfig(
+        name="unit",
+        tasks={"source": str(tmp_path / "tasks")},
+        model={"path": str(tiny_model_dir)},
+        storage={"uri": f"file://{tmp_path / 'store'}"},
+        algorithm={"learning_rate": 1e-3},
+    )
+    store = _RecordingStore(tmp_path / "store")
+    layout = RunLayout(config.name)
+    calls, records = two_turn_group
+    for rollout_id, session in calls.items():
+        store.put_bytes(layout.trajectory(0, rollout_id), "".join(c.model_dump_json() + "\n" for c in session).encode())
+    rewards = {"records": [r.model_dump(mode="json") for r in records], "metrics": {}}
+    store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
+    store.put_bytes(layout.metrics(0), b'{"reward/mean": 0.5}')
+    store.writes.clear()
+    return config, store, layout
+
+
+def test_train_writes_batch_metrics_and_commits_checkpoint_last(run):
+    config, store, layout = run
+
+    metrics = train_iteration(config, 0, store)
+
+    assert store.writes[-1] == layout.checkpoint_marker(1)
+    assert layout.batch(0) in store.writes
+    info = json.loads(store.get_bytes(f"{layout.checkpoint(1)}/openforge_checkpoint.json"))
+    assert info["policy_version"] == "1" and info["parent_version"] == "0"
+    assert store.get_bytes(f"{layout.checkpoint(1)}/tokenizer.json") == b'{"stand-in": true}\n'
+    assert store.exists(f"{layout.checkpoint(1)}/model.safetensors")
+    written = json.loads(store.get_bytes(layout.metrics(0)))
+    assert written["reward/mean"] == 0.5  # the score step's keys survive
+    assert written["batch/rows"] == 2 and written["batch/merge_continuations"] == 1
+    assert {"train/loss", "train/kl", "train/grad_norm"} <= set(written)
+    assert metrics["train/loss"] == written["train/loss"]
+
+
+def test_rerun_after_commit_recomputes_nothing(run):
+    config, store, layout = run
+    first = train_iteration(config, 0, store)
+    store.writes.clear()
+
+    again = train_iteration(config, 0, store)
+
+    assert store.writes == []
+    assert again == first
+
+
+def test_too_few_usable_rollouts_stop_the_step_with_the_reason(run):
+    config, store, layout = run
+    rewards = json.loads(store.get_bytes(layout.rewards(0)))
+    for record in rewards["records"]:
+        record["usable"] = False
+    store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
+
+    with pytest.raises(UpdateError, match="min_usable_fraction"):
+        train_iteration(config, 0, store)
+    assert not store.exists(layout.checkpoint_marker(1))
+
+
+def test_next_iteration_trains_from_the_checkpoint_the_previous_one_committed(run, two_turn_group):
+    config, store, layout = run
+    train_iteration(config, 0, store)
+    calls, _ = two_turn_group
+    copies = {layout.rewards(0): layout.rewards(1)} | {layout.trajectory(0, r): layout.trajectory(1, r) for r in calls}
+    for source, target in copies.items():
+        store.put_bytes(target, store.get_bytes(source))
+
+    train_iteration(config, 1, store)
+
+    info = json.loads(store.get_bytes(f"{layout.checkpoint(2)}/openforge_checkpoint.json"))
+    assert (info["policy_version"], info["parent_version"]) == ("2", "1")
+    assert store.get_bytes(f"{layout.checkpoint(2)}/model.safetensors") != store.get_bytes(
+        f"{layout.checkpoint(1)}/model.safetensors"
+    )
+
+
+def test_train_command_trains_from_the_config_in_the_environment(run, tmp_path):
+    import typer
+    import yaml
+    from typer.testing import CliRunner
+
+    from components.trainer.cli import train_command
+
+    config, store, layout = run
+    step = typer.Typer()
+    step.command("train")(train_command)
+    app = typer.Typer()
+    app.add_typer(step, name="step")
+
+    result = CliRunner().invoke(
+        app,
+        ["step", "train", "--iteration", "0"],
+        env={"OPENFORGE_CONFIG_YAML": yaml.safe_dump(config.model_dump(mode="json"))},
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "train/loss=" in result.output
+    assert store.exists(layout.checkpoint_marker(1))
+
+
+def test_iteration_without_signal_commits_the_unchanged_model(run, tiny_model_dir):
+    config, store, layout = run
+    rewards = json.loads(store.get_bytes(layout.rewards(0)))
+    for record in rewards["records"]:
+        record["reward"] = 1.0
+    store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
+
+    metrics = train_iteration(config, 0, store)
+
+    assert metrics["batch/rows"] == 0 and metrics["batch/skipped_groups"] == 1
+    assert not any(name.startswith("train/") for name in metrics)
+    assert store.get_bytes(f"{layout.checkpoint(1)}/model.safetensors") == (tiny_model_dir / "model.safetensors").read_bytes()
+    assert store.exists(layout.checkpoint_marker(1))
