@@ -1,0 +1,298 @@
+"""The HTTP endpoints: vLLM's OpenAI-compatible subset, backed by the dev engine."""
+
+from __future__ import annotations
+
+import time
+from contextlib import aclosing
+from typing import Any, AsyncIterator
+
+import orjson
+from aiohttp import web
+
+from components.engine._chat_render import encode, normalize_messages, render_chat, scripted_reply_ids
+from components.engine._engine import DevEngine
+from components.engine._generation import Step
+from components.engine._protocol import (
+    ApiError,
+    ChatRequest,
+    CompletionRequest,
+    DetokenizeRequest,
+    TokenizeRequest,
+    parse_body,
+    tool_dicts,
+)
+from components.engine._responses import (
+    ChatStream,
+    CompletionStream,
+    TokenText,
+    chat_response,
+    completion_response,
+)
+from components.engine._sampling import SamplingParams
+from components.engine._script import Script
+
+
+def json_response(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+
+
+class Routes:
+    def __init__(
+        self,
+        engine: DevEngine,
+        *,
+        served_model_name: str,
+        model_root: str,
+        policy_version: str,
+        max_model_len: int,
+        script: Script | None,
+    ) -> None:
+        self.engine = engine
+        self.served_model_name = served_model_name
+        self.model_root = model_root
+        self.policy_version = policy_version
+        self.max_model_len = max_model_len
+        self.script = script
+        self.created = int(time.time())
+        self._token_text = TokenText(engine.tokenizer)
+
+    def register(self, app: web.Application) -> None:
+        app.router.add_post("/v1/chat/completions", self.chat_completions)
+        app.router.add_post("/v1/completions", self.completions)
+        app.router.add_post("/tokenize", self.tokenize)
+        app.router.add_post("/detokenize", self.detokenize)
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_get("/health", self.health)
+
+    # -- generation ------------------------------------------------------------------
+
+    async def chat_completions(self, request: web.Request) -> web.StreamResponse:
+        req = parse_body(ChatRequest, await _read_json(request))
+        self._check_model(req.model)
+        prompt_ids, forced_ids = await self.engine.prepare(self._prepare_chat, req)
+        top = (req.top_logprobs or 0) if req.logprobs else 0
+        params = self._sampling(req, prompt_ids, req.requested_max_tokens, top, param="messages")
+        steps = self.engine.generate(prompt_ids, params, forced_ids)
+        if req.stream:
+            stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text)
+            return await _send_events(request, _chat_chunks(stream, steps))
+        collected = await _collect(steps)
+        return json_response(chat_response(req, self.served_model_name, prompt_ids, collected, self._token_text))
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        req = parse_body(CompletionRequest, await _read_json(request))
+        self._check_model(req.model)
+        prompt = req.single_prompt()
+        if isinstance(prompt, str):
+            prompt_ids = await self.engine.prepare(
+                lambda: encode(self.engine.tokenizer, prompt, add_special_tokens=req.add_special_tokens)
+            )
+        else:
+            prompt_ids = self._checked_ids(prompt, "prompt")
+        params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, param="prompt")
+        steps = self.engine.generate(prompt_ids, params)
+        if req.stream:
+            stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text)
+            return await _send_events(request, _completion_chunks(stream, steps))
+        collected = await _collect(steps)
+        return json_response(completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text))
+
+    def _prepare_chat(self, req: ChatRequest) -> tuple[list[int], list[int] | None]:
+        tokenizer = self.engine.tokenizer
+        messages = normalize_messages(req.messages)
+        tools = req.tool_dicts()
+        text = render_chat(
+            tokenizer,
+            messages,
+            tools,
+            add_generation_prompt=req.add_generation_prompt,
+            continue_final_message=req.continue_final_message,
+        )
+        forced = None
+        turn = self.script.turn_for(messages) if self.script else None
+        if turn is not None:
+            forced = scripted_reply_ids(tokenizer, messages, tools, turn.as_message())
+        return encode(tokenizer, text, add_special_tokens=req.add_special_tokens), forced
+
+    def _sampling(
+        self,
+        req: ChatRequest | CompletionRequest,
+        prompt_ids: list[int],
+        requested: int | None,
+        top_logprobs: int,
+        *,
+        param: str,
+    ) -> SamplingParams:
+        limit, used = self.max_model_len, len(prompt_ids)
+        if used >= limit:
+            raise ApiError(
+                f"This model's maximum context length is {limit} tokens. However, your request has "
+                f"{used} input tokens. Please reduce the length of the input messages.",
+                param=param,
+            )
+        if requested is not None and requested > limit - used:
+            raise ApiError(
+                f"'max_tokens' or 'max_completion_tokens' is too large: {requested}. This model's "
+                f"maximum context length is {limit} tokens and your request has {used} input tokens "
+                f"({requested} > {limit} - {used}).",
+                param="max_tokens",
+            )
+        runner = self.engine.runner
+        # Priority as in vLLM: the request, then the checkpoint's generation config, then OpenAI's.
+        defaults = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, **runner.default_sampling}
+        chosen = {
+            name: value if (value := getattr(req, name)) is not None else default for name, default in defaults.items()
+        }
+        return SamplingParams(
+            max_tokens=requested if requested is not None else min(limit - used, runner.default_max_tokens or limit),
+            temperature=chosen["temperature"],
+            top_p=chosen["top_p"],
+            top_k=max(chosen["top_k"], 0),  # vLLM's -1 also means off
+            seed=req.seed,
+            stop=tuple(req.stop_strings),
+            stop_token_ids=tuple(self._checked_ids(req.stop_token_ids or [], "stop_token_ids")),
+            ignore_eos=req.ignore_eos,
+            min_tokens=req.min_tokens,
+            top_logprobs=top_logprobs,
+            skip_special_tokens=req.skip_special_tokens,
+            include_stop_str_in_output=req.include_stop_str_in_output,
+        )
+
+    # -- tokenizer and metadata ------------------------------------------------------
+
+    async def tokenize(self, request: web.Request) -> web.Response:
+        req = parse_body(TokenizeRequest, await _read_json(request))
+        self._check_model(req.model)
+        tokenizer = self.engine.tokenizer
+        if req.messages is not None:
+            messages = normalize_messages(req.messages)
+            tools = tool_dicts(req.tools)
+            text = await self.engine.prepare(
+                lambda: render_chat(
+                    tokenizer,
+                    messages,
+                    tools,
+                    add_generation_prompt=req.add_generation_prompt,
+                    continue_final_message=req.continue_final_message,
+                )
+            )
+            add_special = bool(req.add_special_tokens)  # vLLM: off for chats
+        else:
+            text = req.prompt or ""
+            add_special = req.add_special_tokens is not False  # vLLM: on for plain prompts
+        tokens = await self.engine.prepare(lambda: encode(tokenizer, text, add_special_tokens=add_special))
+        return json_response(
+            {
+                "count": len(tokens),
+                "max_model_len": self.max_model_len,
+                "tokens": tokens,
+                "token_strs": tokenizer.convert_ids_to_tokens(tokens) if req.return_token_strs else None,
+            }
+        )
+
+    async def detokenize(self, request: web.Request) -> web.Response:
+        req = parse_body(DetokenizeRequest, await _read_json(request))
+        self._check_model(req.model)
+        tokens = self._checked_ids(req.tokens, "tokens")
+        return json_response({"prompt": self.engine.tokenizer.decode(tokens)})
+
+    async def models(self, request: web.Request) -> web.Response:
+        card = {
+            "id": self.served_model_name,
+            "object": "model",
+            "created": self.created,
+            "owned_by": "vllm",
+            "root": self.model_root,
+            "parent": None,
+            "max_model_len": self.max_model_len,
+            "permission": [
+                {
+                    "id": f"modelperm-{self.policy_version}",
+                    "object": "model_permission",
+                    "created": self.created,
+                    "allow_create_engine": False,
+                    "allow_sampling": True,
+                    "allow_logprobs": True,
+                    "allow_search_indices": False,
+                    "allow_view": True,
+                    "allow_fine_tuning": False,
+                    "organization": "*",
+                    "group": None,
+                    "is_blocking": False,
+                }
+            ],
+            "policy_version": self.policy_version,
+        }
+        return json_response({"object": "list", "data": [card]})
+
+    async def health(self, request: web.Request) -> web.Response:
+        # vLLM answers an empty 200; the extra JSON is for humans and the test fixtures.
+        body = {"status": "ok", "policy_version": self.policy_version, "in_flight": self.engine.in_flight}
+        return json_response(body)
+
+    # -- checks ----------------------------------------------------------------------
+
+    def _check_model(self, model: str | None) -> None:
+        if model is not None and model != self.served_model_name:
+            raise ApiError(
+                f"The model `{model}` does not exist. This engine serves `{self.served_model_name}`.",
+                status=404,
+                param="model",
+            )
+
+    def _checked_ids(self, ids: list[int], field: str) -> list[int]:
+        vocab = len(self.engine.tokenizer)
+        bad = [t for t in ids if not 0 <= t < vocab]
+        if bad:
+            raise ApiError(f"`{field}` holds token ids outside the vocabulary [0, {vocab}): {bad[:5]}", param=field)
+        return ids
+
+
+async def _read_json(request: web.Request) -> Any:
+    raw = await request.read()
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(f"the request body is not valid JSON: {exc}") from None
+
+
+async def _collect(steps: AsyncIterator[Step]) -> list[Step]:
+    async with aclosing(steps):
+        return [step async for step in steps]
+
+
+async def _chat_chunks(stream: ChatStream, steps: AsyncIterator[Step]) -> AsyncIterator[dict[str, Any]]:
+    yield stream.first()
+    async with aclosing(steps):
+        async for step in steps:
+            if (chunk := stream.step(step)) is not None:
+                yield chunk
+    if (last := stream.last()) is not None:
+        yield last
+
+
+async def _completion_chunks(stream: CompletionStream, steps: AsyncIterator[Step]) -> AsyncIterator[dict[str, Any]]:
+    async with aclosing(steps):
+        async for step in steps:
+            yield stream.step(step)
+    if (last := stream.last()) is not None:
+        yield last
+
+
+async def _send_events(request: web.Request, chunks: AsyncIterator[dict[str, Any]]) -> web.StreamResponse:
+    """Write each chunk as one SSE event the moment it exists, then ``[DONE]``."""
+    headers = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
+    response = web.StreamResponse(headers=headers)
+    await response.prepare(request)
+    async with aclosing(chunks):
+        try:
+            async for chunk in chunks:
+                await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        except (ConnectionResetError, ConnectionError):
+            return response  # the client left; closing `chunks` cancels the generation
+        except Exception as exc:  # headers are sent: report in-stream, as vLLM does
+            error = exc if isinstance(exc, ApiError) else ApiError(f"generation failed: {exc}", status=500)
+            await response.write(b"data: " + orjson.dumps(error.body()) + b"\n\n")
+    await response.write(b"data: [DONE]\n\n")
+    await response.write_eof()
+    return response

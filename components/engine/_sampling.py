@@ -1,0 +1,51 @@
+"""Sampling settings and the choice of the next token from a row of logits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# vLLM samples greedily below this temperature.
+_GREEDY_BELOW = 1e-5
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """What one request asks of the generation loop (vLLM's meaning for each field)."""
+
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0  # 0 or -1: off
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
+    min_tokens: int = 0
+    top_logprobs: int = 0
+    skip_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
+
+
+def pick_token(logits: Any, params: SamplingParams, generator: Any, banned: list[int]) -> int:
+    """Sample one token id from raw ``logits`` (1-D float tensor) under ``params``."""
+    import torch
+
+    if banned:
+        logits = logits.clone()
+        logits[banned] = float("-inf")
+    if params.temperature < _GREEDY_BELOW:
+        return int(torch.argmax(logits))
+    logits = logits / params.temperature
+    if 0 < params.top_k < logits.shape[-1]:
+        kth = torch.topk(logits, params.top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if params.top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True)
+        probs = torch.softmax(sorted_logits, dim=-1)
+        # Drop a token when the tokens ranked above it already reach top_p; the first stays.
+        drop = (torch.cumsum(probs, dim=-1) - probs) > params.top_p
+        logits = logits.clone()
+        logits[order[drop]] = float("-inf")
+    probs = torch.softmax(logits, dim=-1)
+    return int(torch.multinomial(probs, 1, generator=generator))

@@ -1,0 +1,72 @@
+"""``openforge model ...`` and ``openforge engine ...``: thin doors onto the engine package.
+
+Heavy imports (torch, transformers, aiohttp) happen inside the commands so that
+``openforge --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+model_app = typer.Typer(help="Create models for the dev path.", no_args_is_help=True)
+engine_app = typer.Typer(help="Run the dev inference engine (vLLM's API on a CPU).", no_args_is_help=True)
+
+
+@model_app.callback()
+def _model_group() -> None:
+    """Create models for the dev path."""
+
+
+@engine_app.callback()
+def _engine_group() -> None:
+    """Run the dev inference engine (vLLM's OpenAI-compatible API on a CPU)."""
+
+
+@model_app.command("init-tiny")
+def init_tiny(
+    out_dir: Path = typer.Argument(..., help="Directory to write the model into (created if missing)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random weights; the same seed writes the same bytes."),
+) -> None:
+    """Write a tiny random-weights Qwen2 model with a Qwen2.5 chat template."""
+    from components.engine.tiny_model import init_tiny_model
+
+    path = init_tiny_model(out_dir, seed=seed)
+    typer.echo(f"wrote tiny model (seed {seed}) to {path}")
+
+
+@engine_app.command("serve")
+def serve_command(
+    model: Path = typer.Option(..., "--model", help="Checkpoint directory to serve (HuggingFace layout)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port to listen on (0: any free port)."),
+    script: Optional[Path] = typer.Option(
+        None, "--script", help='Scripted mode: JSON {"turns": [{"content", "tool_calls"}]} forced turn by turn.'
+    ),
+    served_model_name: Optional[str] = typer.Option(
+        None, "--served-model-name", help="Model name clients send (default: the --model path, as vLLM)."
+    ),
+    threads: int = typer.Option(2, "--threads", min=1, help="torch CPU threads for generation."),
+    max_model_len: Optional[int] = typer.Option(
+        None, "--max-model-len", min=1, help="Context limit (default: the model's max_position_embeddings)."
+    ),
+) -> None:
+    """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize)."""
+    from components.engine._script import ScriptError
+    from components.engine.server import EngineStartError, serve
+
+    try:
+        serve(
+            model,
+            host=host,
+            port=port,
+            script=script,
+            served_model_name=served_model_name,
+            threads=threads,
+            max_model_len=max_model_len,
+        )
+    except (ScriptError, EngineStartError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None

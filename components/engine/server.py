@@ -1,0 +1,149 @@
+"""Start the dev engine: load one checkpoint, serve it over HTTP until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from components.engine._engine import DevEngine
+from components.engine._protocol import ApiError
+from components.engine._routes import Routes, json_response
+from components.engine._script import Script, load_script
+
+CHECKPOINT_MANIFEST = "openforge_checkpoint.json"
+_MAX_BODY_BYTES = 64 * 1024 * 1024  # harness prompts with long histories are large
+_log = logging.getLogger("openforge.engine")
+
+
+class EngineStartError(ValueError):
+    """The engine cannot start with these settings; the message says what to fix."""
+
+
+def policy_version_of(model_dir: Path) -> str:
+    """The checkpoint's ``policy_version`` from its manifest, else the directory's name."""
+    manifest = model_dir / CHECKPOINT_MANIFEST
+    if manifest.is_file():
+        try:
+            version = json.loads(manifest.read_text()).get("policy_version")
+        except (json.JSONDecodeError, AttributeError) as exc:
+            raise EngineStartError(f"{manifest} is not a JSON object: {exc}") from None
+        if version is not None:
+            return str(version)
+    return model_dir.resolve().name
+
+
+@web.middleware
+async def _errors_as_json(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every failure answers in vLLM's error shape; nothing a client sends stops the server."""
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return json_response(exc.body(), status=exc.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        message = f"{exc.reason}: {request.method} {request.path}"
+        return json_response(ApiError(message, status=exc.status).body(), status=exc.status)
+    except Exception as exc:
+        _log.exception("request %s %s failed", request.method, request.path)
+        return json_response(ApiError(f"internal error: {exc}", status=500).body(), status=500)
+
+
+def build_app(
+    model_dir: Path,
+    *,
+    served_model_name: str | None = None,
+    script: Script | None = None,
+    threads: int = 2,
+    max_model_len: int | None = None,
+) -> web.Application:
+    """Load the model and return the ready aiohttp application."""
+    from components.engine._generation import ModelRunner
+
+    if not (model_dir / "config.json").is_file():
+        raise EngineStartError(
+            f"{model_dir} is not a model directory (no config.json); create one with "
+            "`openforge model init-tiny DIR`"
+        )
+    policy_version = policy_version_of(model_dir)
+    runner = ModelRunner(model_dir, threads=threads)
+    if max_model_len is not None:
+        if not 0 < max_model_len <= runner.max_model_len:
+            raise EngineStartError(
+                f"--max-model-len {max_model_len} must be between 1 and the model's {runner.max_model_len}"
+            )
+        runner.max_model_len = max_model_len
+    engine = DevEngine(runner)
+    app = web.Application(middlewares=[_errors_as_json], client_max_size=_MAX_BODY_BYTES)
+    Routes(
+        engine,
+        served_model_name=served_model_name or str(model_dir),
+        model_root=str(model_dir),
+        policy_version=policy_version,
+        max_model_len=runner.max_model_len,
+        script=script,
+    ).register(app)
+    app.on_cleanup.append(lambda _app: _close(engine))
+    return app
+
+
+async def _close(engine: DevEngine) -> None:
+    engine.close()
+
+
+def serve(
+    model_dir: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    script: str | Path | None = None,
+    served_model_name: str | None = None,
+    threads: int = 2,
+    max_model_len: int | None = None,
+) -> None:
+    """Serve ``model_dir`` on ``host:port`` until SIGINT or SIGTERM.
+
+    Prints one line naming the URL once the model is loaded and the port is listening.
+    """
+    loaded_script = load_script(script) if script is not None else None
+    app = build_app(
+        Path(model_dir),
+        served_model_name=served_model_name,
+        script=loaded_script,
+        threads=threads,
+        max_model_len=max_model_len,
+    )
+    _run(_serve_until_signalled(app, host, port))
+
+
+async def _serve_until_signalled(app: web.Application, host: str, port: int) -> None:
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound_port = runner.addresses[0][1]
+    print(f"openforge dev engine listening on http://{host}:{bound_port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
+def _run(main: Any) -> None:
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)

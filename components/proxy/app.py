@@ -1,0 +1,131 @@
+"""The proxy's HTTP application: routes, JSON errors for every failure, and wiring."""
+
+from __future__ import annotations
+
+import logging
+from functools import partial
+from typing import Awaitable, Callable
+
+import orjson
+from aiohttp import web
+
+from components.proxy.calls import CallHandler
+from components.proxy.config import ProxyConfig
+from components.proxy.errors import ProxyError, error_response, upstream_status_error
+from components.proxy.recorder import Recorder
+from components.proxy.sessions import check_path_session_id
+from components.proxy.surfaces import SURFACES
+from components.proxy.upstream import Upstream, models_list_body
+
+_log = logging.getLogger(__name__)
+_ROUTES_HELP = (
+    "POST /v1/chat/completions, POST /s/<session_id>/v1/chat/completions, GET /v1/models, POST /flush, GET /health"
+)
+
+
+class _Proxy:
+    """Per-application state; the upstream client is created once the event loop runs."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.recorder = Recorder(config.out, max_open_files=config.max_open_files, fsync_each=config.fsync)
+        self.upstream: Upstream | None = None
+        self.calls: CallHandler | None = None
+
+    async def start(self, app: web.Application) -> None:
+        self.upstream = Upstream(self.config)
+        self.calls = CallHandler(self.config, self.upstream, self.recorder)
+
+    async def stop(self, app: web.Application) -> None:
+        if self.upstream is not None:
+            await self.upstream.close()
+        await self.recorder.sync()  # a clean shutdown leaves every record on stable storage
+        self.recorder.close()
+
+    async def models(self, request: web.Request) -> web.Response:
+        if "session_id" in request.match_info:
+            check_path_session_id(request.match_info["session_id"])
+        try:
+            status, body = await self.upstream.get_models()
+        except ProxyError:
+            if self.config.served_model is None:
+                raise
+            return _json(models_list_body(self.config.served_model))
+        if status != 200:
+            raise upstream_status_error(status, body, self.config.upstream, None)
+        return web.Response(body=body, content_type="application/json")
+
+    async def flush(self, request: web.Request) -> web.Response:
+        session = request.query.get("session")
+        ids = None if session is None else [check_path_session_id(session)]
+        await self.recorder.sync(ids)
+        counts = self.recorder.counts() if ids is None else {ids[0]: self.recorder.count(ids[0])}
+        return _json({"sessions": counts})
+
+    async def health(self, request: web.Request) -> web.Response:
+        return _json(
+            {
+                "ok": True,
+                "upstream": self.config.upstream,
+                "out": str(self.config.out),
+                "training": self.config.training,
+                "sessions": len(self.recorder.counts()),
+                "calls_recorded": self.recorder.calls_recorded,
+            }
+        )
+
+
+def build_app(config: ProxyConfig) -> web.Application:
+    """The aiohttp application of one recording proxy (start it with any aiohttp runner)."""
+    proxy = _Proxy(config)
+    app = web.Application(middlewares=[_json_errors], client_max_size=int(config.max_request_mb * 2**20))
+    app.on_startup.append(proxy.start)
+    app.on_cleanup.append(proxy.stop)
+    for surface in SURFACES:
+        handler = partial(_call_route, proxy, surface)
+        app.router.add_post(surface.path, handler)
+        app.router.add_post("/s/{session_id}" + surface.path, handler)
+    app.router.add_get("/v1/models", proxy.models)
+    app.router.add_get("/s/{session_id}/v1/models", proxy.models)
+    app.router.add_post("/flush", proxy.flush)
+    app.router.add_get("/health", proxy.health)
+    return app
+
+
+async def _call_route(proxy: _Proxy, surface, request: web.Request) -> web.StreamResponse:
+    return await proxy.calls.handle(request, surface)
+
+
+@web.middleware
+async def _json_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Every error leaves as OpenAI-shaped JSON; no request can take the proxy down."""
+    try:
+        return await handler(request)
+    except ProxyError as err:
+        return error_response(err)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error_response(_http_error(request, exc))
+    except Exception as exc:
+        _log.exception("unexpected error serving %s %s", request.method, request.path)
+        return error_response(ProxyError(500, f"internal proxy error while serving {request.path}: {exc!r}"))
+
+
+def _http_error(request: web.Request, exc: web.HTTPException) -> ProxyError:
+    if exc.status == 404:
+        return ProxyError(404, f"no route for {request.method} {request.path}; the proxy serves {_ROUTES_HELP}")
+    if exc.status == 405:
+        allowed = exc.headers.get("Allow", "")
+        return ProxyError(
+            405, f"{request.method} is not allowed on {request.path}; use {allowed}", headers={"Allow": allowed}
+        )
+    if exc.status == 413:
+        return ProxyError(413, f"{exc.text}; raise --max-request-mb to accept larger requests")
+    return ProxyError(exc.status, f"{exc.reason}: {exc.text or ''}".strip(": "))
+
+
+def _json(body: dict) -> web.Response:
+    return web.Response(body=orjson.dumps(body), content_type="application/json")

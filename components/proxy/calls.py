@@ -1,0 +1,308 @@
+"""One model call through the proxy: decode, forward, answer the harness, record.
+
+The order is the durability contract: a non-streamed answer is recorded before it is
+sent; a stream's events are forwarded as they arrive and the record is written before
+the stream's closing event, so a harness that saw its call complete has it on disk.
+Every call that reached the upstream is recorded, failures included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from components.core.trajectory import SCHEMA_VERSION
+from components.proxy.config import ProxyConfig
+from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
+from components.proxy.recorder import Recorder, RecordingError
+from components.proxy.sessions import check_path_session_id, session_from_headers
+from components.proxy.sse import DONE, SSEParser
+from components.proxy.surfaces import Surface
+from components.proxy.upstream import Upstream
+from components.proxy.upstream_chat import ChatStreamAssembler, Completion, extract_completion, prepare_upstream_body
+
+_log = logging.getLogger(__name__)
+_SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_NO_COMPLETION = Completion()
+_DRAIN_TIMEOUT_S = 5.0
+
+
+@dataclass
+class _Call:
+    """What is known about a call before the upstream answers."""
+
+    session_id: str
+    api: str
+    stream: bool
+    model: str | None
+    request: dict[str, Any]
+    sampling: dict[str, Any]
+    started_at: float
+    t0: float
+
+    def record(
+        self,
+        *,
+        policy_version: str | None,
+        response: dict[str, Any] | None,
+        completion: Completion,
+        upstream_status: int,
+        error: str | None,
+    ) -> dict[str, Any]:
+        # Built by hand in RecordedCall's field order: validating with pydantic on the hot
+        # path would cost more than the whole proxy hop (the tests validate what is written).
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "session_id": self.session_id,
+            "call_index": None,  # the recorder numbers calls in append order
+            "api": self.api,
+            "stream": self.stream,
+            "model": self.model,
+            "policy_version": policy_version,
+            "request": self.request,
+            "response": response,
+            "prompt_token_ids": completion.prompt_token_ids,
+            "completion_token_ids": completion.completion_token_ids,
+            "completion_logprobs": completion.completion_logprobs,
+            "finish_reason": completion.finish_reason,
+            "sampling": self.sampling,
+            "tags": {},
+            "request_digest": hashlib.sha256(orjson.dumps(self.request, option=orjson.OPT_SORT_KEYS)).hexdigest(),
+            "started_at": self.started_at,
+            "latency_ms": (time.perf_counter() - self.t0) * 1000.0,
+            "upstream_status": upstream_status,
+            "error": error,
+        }
+
+
+class CallHandler:
+    """Serves the model-call routes of every surface."""
+
+    def __init__(self, config: ProxyConfig, upstream: Upstream, recorder: Recorder) -> None:
+        self._config = config
+        self._upstream = upstream
+        self._recorder = recorder
+
+    async def handle(self, request: web.Request, surface: Surface) -> web.StreamResponse:
+        started_at, t0 = time.time(), time.perf_counter()
+        try:
+            call, upstream_body = await self._begin(request, surface, started_at, t0)
+        except ProxyError as err:
+            return _error_response(surface, err)  # refused before the upstream saw it: nothing to record
+        if call.stream:
+            return await self._stream(request, surface, call, upstream_body)
+        return await self._complete(surface, call, upstream_body)
+
+    async def _begin(
+        self, request: web.Request, surface: Surface, started_at: float, t0: float
+    ) -> tuple[_Call, bytes]:
+        path_session = request.match_info.get("session_id")
+        if path_session is not None:
+            session_id = check_path_session_id(path_session)
+        else:
+            session_id = session_from_headers(request.headers)
+        raw = await request.read()
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise bad_request(f"request body is not valid JSON: {exc}") from None
+        parsed = surface.parse(body)
+        stream = surface.is_stream(parsed)
+        chat_request = surface.to_upstream(parsed)
+        models = await self._upstream.models()  # also keeps the policy version fresh
+        model = self._config.served_model or (models.first_id if models is not None else None)
+        upstream_body, sampling = prepare_upstream_body(
+            chat_request, model=model, training=self._config.training, stream=stream
+        )
+        call = _Call(session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0)
+        return call, orjson.dumps(upstream_body)
+
+    async def _complete(self, surface: Surface, call: _Call, upstream_body: bytes) -> web.Response:
+        status = 0
+        try:
+            resp = await self._upstream.post_chat(upstream_body)
+            status = resp.status
+            try:
+                payload = await resp.read()
+            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                raise self._upstream.failure(exc) from exc
+            finally:
+                resp.release()
+            if status != 200:
+                raise upstream_status_error(status, payload, self._upstream.base_url, resp.headers.get("Retry-After"))
+            chat = _decode_upstream(payload)
+        except ProxyError as err:
+            return await self._fail(surface, call, err, status)
+        completion = extract_completion(chat)
+        response = surface.to_client(chat, call.request)
+        try:
+            await self._record(call, response, completion, status, completion.problem)
+        except RecordingError as exc:
+            return _error_response(surface, _recording_failed(exc))
+        return web.Response(body=orjson.dumps(response), content_type="application/json")
+
+    async def _stream(
+        self, request: web.Request, surface: Surface, call: _Call, upstream_body: bytes
+    ) -> web.StreamResponse:
+        try:
+            resp = await self._upstream.post_chat(upstream_body)
+        except ProxyError as err:
+            return await self._fail(surface, call, err, 0)
+        try:
+            if resp.status != 200:
+                try:
+                    payload = await resp.read()
+                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                    return await self._fail(surface, call, self._upstream.failure(exc), resp.status)
+                err = upstream_status_error(resp.status, payload, self._upstream.base_url, resp.headers.get("Retry-After"))
+                return await self._fail(surface, call, err, resp.status)
+            return await self._relay(request, surface, call, resp)
+        finally:
+            # A fully read answer returns its connection to the pool; anything else is cut,
+            # so a harness that left mid-stream does not keep the engine generating.
+            if resp.content.at_eof():
+                resp.release()
+            else:
+                resp.close()
+
+    async def _relay(
+        self, request: web.Request, surface: Surface, call: _Call, resp: aiohttp.ClientResponse
+    ) -> web.StreamResponse:
+        out = web.StreamResponse(status=200, headers=_SSE_HEADERS)
+        translator = surface.stream(call.request)
+        assembler = ChatStreamAssembler()
+        batches = self._event_batches(resp)
+        failure: ProxyError | None = None
+        saw_done = False
+        try:
+            await out.prepare(request)
+            async for payloads in batches:
+                pieces = []
+                for payload in payloads:
+                    if payload == DONE:
+                        saw_done = True
+                        break
+                    chunk = _decode_upstream(payload)
+                    assembler.add(chunk)
+                    pieces.append(translator.event(chunk))
+                data = b"".join(pieces)
+                if data:  # an empty write would be pointless (suppressed chunks, a lone [DONE])
+                    await out.write(data)
+                if saw_done:
+                    break
+        except ProxyError as err:
+            failure = err
+        except ConnectionError:  # the harness went away; what was sampled is still recorded
+            await self._record_quietly(call, surface, assembler, "client disconnected before the end of the stream")
+            return out
+        except asyncio.CancelledError:
+            await self._record_quietly(call, surface, assembler, "call cancelled before the end of the stream")
+            raise
+        except Exception as exc:  # a chunk the surface cannot translate: fail this call, not the proxy
+            _log.exception("cannot relay the upstream stream")
+            failure = ProxyError(502, f"upstream stream could not be relayed: {exc!r}", code="upstream_invalid")
+
+        error = failure.message if failure else assembler.error
+        if error is None and not saw_done and not assembler.finished:
+            error = "upstream stream ended before [DONE]"
+        try:
+            await self._record_stream(call, surface, assembler, error=error)
+        except RecordingError as exc:
+            failure = _recording_failed(exc)
+        try:
+            # One send for the closing event and the end of the chunked body.
+            await out.write_eof(translator.error(failure) if failure else translator.end())
+        except ConnectionError:
+            return out
+        if saw_done:
+            await _drain(batches)
+        return out
+
+    async def _event_batches(self, resp: aiohttp.ClientResponse) -> AsyncIterator[list[bytes]]:
+        """The upstream's SSE data payloads, grouped by network read; upstream failures as ProxyError."""
+        parser = SSEParser()
+        reader = resp.content.iter_any()
+        while True:
+            try:
+                data = await reader.__anext__()
+            except StopAsyncIteration:
+                break
+            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                raise self._upstream.failure(exc) from exc
+            payloads = parser.feed(data)
+            if payloads:
+                yield payloads
+        rest = parser.close()
+        if rest:
+            yield rest
+
+    async def _record_quietly(self, call: _Call, surface: Surface, assembler: ChatStreamAssembler, error: str) -> None:
+        try:
+            await self._record_stream(call, surface, assembler, error=error)
+        except RecordingError:
+            _log.exception("could not record an interrupted call in session %s", call.session_id)
+
+    async def _record_stream(self, call: _Call, surface: Surface, assembler: ChatStreamAssembler, *, error: str | None) -> None:
+        chat = assembler.completion()
+        completion = extract_completion(chat)
+        response = surface.to_client(chat, call.request)
+        await self._record(call, response, completion, 200, error or completion.problem)
+
+    async def _fail(self, surface: Surface, call: _Call, err: ProxyError, upstream_status: int) -> web.Response:
+        _log.warning("call in session %s failed: %s", call.session_id, err.message)
+        try:
+            await self._record(call, None, _NO_COMPLETION, upstream_status, err.message)
+        except RecordingError as exc:
+            err = _recording_failed(exc)
+        return _error_response(surface, err)
+
+    async def _record(
+        self, call: _Call, response: dict[str, Any] | None, completion: Completion, status: int, error: str | None
+    ) -> None:
+        record = call.record(
+            policy_version=self._upstream.policy_version(call.model),
+            response=response,
+            completion=completion,
+            upstream_status=status,
+            error=error,
+        )
+        self._recorder.write(call.session_id, record)
+        if self._recorder.fsync_each:
+            await self._recorder.sync([call.session_id])
+
+
+async def _drain(batches: AsyncIterator[list[bytes]]) -> None:
+    """Read the upstream to its end after [DONE] so its connection can be reused."""
+    try:
+        async with asyncio.timeout(_DRAIN_TIMEOUT_S):
+            async for _ in batches:
+                pass
+    except (ProxyError, TimeoutError):
+        pass  # the connection is closed instead of reused
+
+
+def _decode_upstream(payload: bytes) -> dict[str, Any]:
+    try:
+        data = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        data = None
+    if not isinstance(data, dict):
+        raise ProxyError(502, f"upstream sent something that is not a JSON object: {payload[:200]!r}", code="upstream_invalid")
+    return data
+
+
+def _recording_failed(exc: RecordingError) -> ProxyError:
+    # Withholding the answer keeps trajectories complete: the harness retries, nothing goes unrecorded.
+    return ProxyError(500, f"the proxy could not record this call ({exc.strerror}); answer withheld", code="recording_failed")
+
+
+def _error_response(surface: Surface, err: ProxyError) -> web.Response:
+    return error_response(err, surface.error_body(err))

@@ -1,0 +1,131 @@
+"""Errors the proxy answers with, and how upstream failures map onto them.
+
+Every failure becomes a ``ProxyError`` carrying an HTTP status and a message that names
+the cause and, where there is one, the fix; surfaces render it in their API's own shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+_TYPE_BY_STATUS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+class ProxyError(Exception):
+    """A request the proxy answers with an error instead of a completion."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str | None = None,
+        param: str | None = None,
+        code: str | int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type or _TYPE_BY_STATUS.get(status, "api_error" if status >= 500 else "invalid_request_error")
+        self.param = param
+        self.code = code
+        self.headers = headers or {}
+
+
+def openai_error_body(err: ProxyError) -> dict[str, Any]:
+    """OpenAI's error shape, which OpenAI SDKs parse into their exception types."""
+    return {"error": {"message": err.message, "type": err.type, "param": err.param, "code": err.code}}
+
+
+def error_response(err: ProxyError, body: dict[str, Any] | None = None) -> web.Response:
+    """The HTTP answer for ``err``; ``body`` is a surface's own error shape (OpenAI's by default)."""
+    return web.Response(
+        status=err.status,
+        body=orjson.dumps(body if body is not None else openai_error_body(err)),
+        content_type="application/json",
+        headers=err.headers,
+    )
+
+
+def bad_request(message: str, *, param: str | None = None) -> ProxyError:
+    return ProxyError(400, message, param=param)
+
+
+def upstream_exception(exc: BaseException, upstream: str, timeout_s: float) -> ProxyError:
+    """Map a failure talking to the upstream onto 502 (unreachable/broken) or 504 (too slow)."""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return ProxyError(
+            504, f"upstream {upstream} did not accept a connection in time; is it overloaded?", code="upstream_timeout"
+        )
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return ProxyError(
+            504,
+            f"upstream {upstream} did not answer within {timeout_s:g}s; "
+            "raise --upstream-timeout-s or check the engine's load",
+            code="upstream_timeout",
+        )
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        errno = getattr(exc.os_error, "errno", None)
+        reason = os.strerror(errno).lower() if errno else str(exc.os_error or exc)
+        return ProxyError(
+            502,
+            f"upstream {upstream} is unreachable: {reason}; is the engine running?",
+            code="upstream_unreachable",
+        )
+    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, ConnectionError)):
+        return ProxyError(
+            502, f"upstream {upstream} closed the connection mid-answer ({exc!r})", code="upstream_disconnected"
+        )
+    return ProxyError(502, f"upstream {upstream} failed: {exc!r}", code="upstream_error")
+
+
+def upstream_status_error(status: int, body: bytes, upstream: str, retry_after: str | None) -> ProxyError:
+    """Pass an upstream 4xx/5xx through with its status, keeping the engine's own message."""
+    detail, err_type, param, code = _engine_error_fields(body)
+    headers = {}
+    if status == 429:
+        # Some harnesses treat a 429 without Retry-After as fatal (see HARNESSES.md).
+        headers["Retry-After"] = retry_after or "1"
+    return ProxyError(
+        status,
+        f"upstream {upstream} answered {status}: {detail}",
+        type=err_type,
+        param=param,
+        code=code,
+        headers=headers,
+    )
+
+
+def _engine_error_fields(body: bytes) -> tuple[str, str | None, str | None, Any]:
+    """Read vLLM's error shapes: ``{"error": {...}}`` and the older flat ``{"object": "error", ...}``."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        text = body.decode("utf-8", "replace").strip()
+        return (text[:500] or "(empty body)"), None, None, None
+    if isinstance(data, dict):
+        inner = data.get("error") if isinstance(data.get("error"), dict) else data
+        message = inner.get("message") or inner.get("detail") or data
+        param = inner.get("param")
+        return (
+            str(message),
+            inner.get("type") if isinstance(inner.get("type"), str) else None,
+            param if isinstance(param, str) else None,
+            inner.get("code"),
+        )
+    return str(data)[:500], None, None, None

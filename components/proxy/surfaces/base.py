@@ -1,0 +1,48 @@
+"""The surface seam: what an API the harness speaks must provide to be served and recorded.
+
+The engine always speaks chat completions (``upstream_chat``). A surface translates its
+API's request into an engine chat request, the engine's completion (streamed or not) back
+into its API's response or events, and proxy errors into its API's error shape. The
+call pipeline (``calls.py``) does everything else: sessions, upstream I/O, recording.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from components.proxy.errors import ProxyError
+
+
+class StreamTranslator(Protocol):
+    """Per-call state that turns engine chunks into the surface's SSE bytes."""
+
+    def event(self, chunk: dict[str, Any]) -> bytes:
+        """Client bytes for one engine chunk (may be empty); the chunk may be modified."""
+
+    def error(self, err: ProxyError) -> bytes:
+        """An in-stream error event, for failures after the response has started."""
+
+    def end(self) -> bytes:
+        """The stream's closing bytes; sent only after the call is on disk."""
+
+
+class Surface(Protocol):
+    """One API served by the proxy (OpenAI chat completions, Anthropic Messages, ...)."""
+
+    api: str  # the RecordedCall.api value
+    path: str  # the route under /v1, e.g. "/v1/chat/completions"
+
+    def parse(self, body: Any) -> dict[str, Any]:
+        """Validate a decoded request body; raise ProxyError(400) naming what is wrong."""
+
+    def is_stream(self, request: dict[str, Any]) -> bool: ...
+
+    def to_upstream(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The engine chat request (before the proxy adds token ids, logprobs, sampling)."""
+
+    def to_client(self, completion: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        """The surface's response for an engine chat completion; may modify ``completion``."""
+
+    def stream(self, request: dict[str, Any]) -> StreamTranslator: ...
+
+    def error_body(self, err: ProxyError) -> dict[str, Any]: ...

@@ -1,0 +1,144 @@
+"""The connection to the engine: one pooled HTTP client, and its model list kept fresh.
+
+The model list gives two things a record needs: the model name to send when the proxy
+was not told one, and the policy version (checkpoint) the engine is serving. It is read
+lazily; only calls made before the first answer wait for it, later refreshes run in the
+background at most every ``policy_refresh_s`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from components.proxy.config import ProxyConfig
+from components.proxy.errors import ProxyError, upstream_exception
+
+_log = logging.getLogger(__name__)
+_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+_MODELS_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class ModelsInfo:
+    """What the upstream's ``/v1/models`` said: model ids in order and each one's policy version."""
+
+    ids: tuple[str, ...] = ()
+    versions: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def first_id(self) -> str | None:
+        return self.ids[0] if self.ids else None
+
+    def policy_version(self, model: str | None) -> str | None:
+        if model in self.versions:
+            return self.versions[model]
+        return self.versions.get(self.ids[0]) if self.ids else None
+
+
+def parse_models(body: bytes) -> ModelsInfo:
+    """Read an OpenAI model list; each entry's version is ``policy_version`` (dev engine) else ``root``."""
+    data = orjson.loads(body)
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ValueError("model list has no 'data' array")
+    ids: list[str] = []
+    versions: dict[str, str | None] = {}
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+            version = entry.get("policy_version") or entry.get("root")
+            ids.append(entry["id"])
+            versions[entry["id"]] = None if version is None else str(version)
+    return ModelsInfo(tuple(ids), versions)
+
+
+class Upstream:
+    """The proxy's only client of the engine; create it inside the running event loop."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.base_url = config.upstream
+        self.timeout_s = config.upstream_timeout_s
+        self._chat_url = f"{config.upstream}/v1/chat/completions"
+        self._models_url = f"{config.upstream}/v1/models"
+        self._refresh_s = config.policy_refresh_s
+        self._http = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(
+                limit=config.upstream_connections,
+                limit_per_host=config.upstream_connections,
+                keepalive_timeout=30,
+            ),
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=config.upstream_connect_timeout_s, sock_read=config.upstream_timeout_s
+            ),
+        )
+        self._models: ModelsInfo | None = None
+        self._models_read_at = float("-inf")
+        self._models_task: asyncio.Task[None] | None = None
+
+    async def post_chat(self, body: bytes) -> aiohttp.ClientResponse:
+        """Send a chat request; the caller reads and releases the response."""
+        try:
+            return await self._http.post(self._chat_url, data=body, headers=_JSON_HEADERS)
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            raise upstream_exception(exc, self.base_url, self.timeout_s) from exc
+
+    def failure(self, exc: BaseException) -> ProxyError:
+        """The client-facing error for a failure while reading an upstream answer."""
+        return upstream_exception(exc, self.base_url, self.timeout_s)
+
+    async def get_models(self) -> tuple[int, bytes]:
+        """Forward ``GET /v1/models``; a successful answer also refreshes the cached list."""
+        try:
+            async with self._http.get(
+                self._models_url, timeout=aiohttp.ClientTimeout(total=_MODELS_TIMEOUT_S)
+            ) as resp:
+                body = await resp.read()
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            raise upstream_exception(exc, self.base_url, _MODELS_TIMEOUT_S) from exc
+        if resp.status == 200:
+            self._remember_models(body)
+        return resp.status, body
+
+    async def models(self) -> ModelsInfo | None:
+        """The cached model list; waits only while no answer has ever arrived."""
+        if self._models_task is None and time.monotonic() - self._models_read_at >= self._refresh_s:
+            self._models_read_at = time.monotonic()
+            self._models_task = asyncio.create_task(self._refresh_models())
+        if self._models is None and self._models_task is not None:
+            await asyncio.shield(self._models_task)
+        return self._models
+
+    def policy_version(self, model: str | None) -> str | None:
+        """The checkpoint the upstream last said it serves for ``model`` (never waits)."""
+        return self._models.policy_version(model) if self._models is not None else None
+
+    async def close(self) -> None:
+        if self._models_task is not None:
+            self._models_task.cancel()
+        await self._http.close()
+
+    async def _refresh_models(self) -> None:
+        try:
+            await self.get_models()
+        except ProxyError as exc:
+            _log.warning("could not read the upstream model list: %s", exc.message)
+        finally:
+            self._models_task = None
+
+    def _remember_models(self, body: bytes) -> None:
+        try:
+            self._models = parse_models(body)
+        except (ValueError, orjson.JSONDecodeError) as exc:
+            _log.warning("upstream %s returned an unreadable model list: %s", self._models_url, exc)
+        self._models_read_at = time.monotonic()
+
+
+def models_list_body(model: str) -> dict[str, Any]:
+    """A one-entry OpenAI model list, for answering locally when the upstream cannot."""
+    return {"object": "list", "data": [{"id": model, "object": "model", "created": 0, "owned_by": "openforge"}]}

@@ -1,0 +1,244 @@
+"""The engine's side of every call: its chat-completions dialect, whatever surface the harness spoke.
+
+Three jobs, shared by all surfaces: ask the engine for the training data (token ids,
+logprobs, training-mode sampling), merge its streamed chunks back into one chat
+completion, and pull the tokens a record needs out of that completion.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Knobs that reshape the sampling distribution. The engine reports logprobs of the raw
+# model, so in training mode these are dropped: never train on numbers you did not sample with.
+_DISTRIBUTION_KNOBS = ("top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias")
+
+
+def prepare_upstream_body(
+    chat_request: dict[str, Any], *, model: str | None, training: bool, stream: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The request sent upstream, and the ``sampling`` record of what it asks the engine to use."""
+    body = dict(chat_request)
+    if model is not None:
+        body["model"] = model
+    body["return_token_ids"] = True
+    body["logprobs"] = True  # the client's top_logprobs, if any, is kept as sent
+    body["skip_special_tokens"] = False
+    if stream:
+        # Usage makes the reassembled stream match the non-streamed shape; stripped for clients that did not ask.
+        options = body.get("stream_options")
+        body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
+    dropped: list[str] = []
+    if training:
+        body["temperature"] = 1.0
+        body["top_p"] = 1.0
+        dropped = [knob for knob in _DISTRIBUTION_KNOBS if knob in body]
+        for knob in dropped:
+            del body[knob]
+    return body, _sampling(body, overridden=training, dropped=dropped)
+
+
+def _sampling(body: dict[str, Any], *, overridden: bool, dropped: list[str]) -> dict[str, Any]:
+    # Only well-typed values are recorded: a malformed harness value must not make the record invalid.
+    max_tokens = body.get("max_completion_tokens", body.get("max_tokens"))
+    sampling: dict[str, Any] = {
+        "temperature": _number(body.get("temperature")),
+        "top_p": _number(body.get("top_p")),
+        "max_tokens": max_tokens if _is_int(max_tokens) else None,
+        "seed": body.get("seed") if _is_int(body.get("seed")) else None,
+        "stop": _stops(body.get("stop")),
+        "overridden": overridden,
+    }
+    for knob in _DISTRIBUTION_KNOBS[:-1]:
+        if _number(body.get(knob)) is not None:
+            sampling[knob] = body[knob]
+    if dropped:
+        sampling["dropped"] = dropped
+    return sampling
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _stops(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    return None
+
+
+@dataclass
+class Completion:
+    """The tokens of one sampled completion, as a record stores them."""
+
+    prompt_token_ids: list[int] = field(default_factory=list)
+    completion_token_ids: list[int] = field(default_factory=list)
+    completion_logprobs: list[float] = field(default_factory=list)
+    finish_reason: str | None = None
+    problem: str | None = None  # set when the engine's answer cannot be trained on as is
+
+
+def extract_completion(chat: dict[str, Any]) -> Completion:
+    """Tokens of the single choice of a (reassembled) chat completion from the engine."""
+    choices = chat.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return Completion(problem="upstream answer has no choices")
+    choice = choices[0]
+    prompt_ids = chat.get("prompt_token_ids")
+    token_ids = choice.get("token_ids")
+    logprobs = choice.get("logprobs")
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    completion = Completion(
+        prompt_token_ids=prompt_ids if isinstance(prompt_ids, list) else [],
+        completion_token_ids=token_ids if isinstance(token_ids, list) else [],
+        completion_logprobs=_logprob_values(content),
+        finish_reason=choice.get("finish_reason"),
+    )
+    if content is not None and not completion.completion_logprobs and content:
+        completion.problem = "upstream logprobs entries have no numeric 'logprob'"
+    elif not completion.completion_token_ids and completion.finish_reason is not None:
+        completion.problem = "upstream did not return token ids; it must support return_token_ids (vLLM >= 0.10.2)"
+    elif len(completion.completion_logprobs) != len(completion.completion_token_ids):
+        completion.problem = (
+            f"upstream returned {len(completion.completion_logprobs)} logprobs for "
+            f"{len(completion.completion_token_ids)} tokens"
+        )
+        completion.completion_logprobs = []  # keep the record valid; the error marks it unusable
+    return completion
+
+
+def _logprob_values(content: Any) -> list[float]:
+    if not isinstance(content, list):
+        return []
+    values = [entry.get("logprob") if isinstance(entry, dict) else None for entry in content]
+    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+        return []
+    return values
+
+
+class ChatStreamAssembler:
+    """Merges the engine's chat chunks into the completion the non-streamed API would return.
+
+    Feed every chunk before a surface edits it for the client: the assembler keeps
+    references to token id lists and logprob entries, never to the chunk's own dicts.
+    """
+
+    def __init__(self) -> None:
+        self.error: str | None = None
+        self._head: dict[str, Any] = {}
+        self._prompt_token_ids: list[int] | None = None
+        self._usage: Any = None
+        self._choices: dict[int, _ChoiceParts] = {}
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        if "error" in chunk or chunk.get("object") == "error":
+            inner = chunk.get("error") if isinstance(chunk.get("error"), dict) else chunk
+            self.error = f"upstream reported an error mid-stream: {inner.get('message', inner)}"
+            return
+        if not self._head:
+            self._head = {key: chunk[key] for key in ("id", "created", "model", "system_fingerprint") if key in chunk}
+        if self._prompt_token_ids is None and chunk.get("prompt_token_ids") is not None:
+            self._prompt_token_ids = chunk["prompt_token_ids"]
+        if chunk.get("usage") is not None:
+            self._usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            index = choice.get("index", 0)
+            parts = self._choices.get(index)
+            if parts is None:
+                parts = self._choices[index] = _ChoiceParts()
+            parts.add(choice)
+
+    @property
+    def finished(self) -> bool:
+        """True once every choice has its finish_reason (the stream's answer is complete)."""
+        return bool(self._choices) and all(p.finish_reason is not None for p in self._choices.values())
+
+    def completion(self) -> dict[str, Any]:
+        """The reassembled ``chat.completion`` body, engine fields (token ids, logprobs) included."""
+        body: dict[str, Any] = {"id": self._head.get("id"), "object": "chat.completion"}
+        body.update((key, value) for key, value in self._head.items() if key != "id")
+        body["choices"] = [self._choices[index].choice(index) for index in sorted(self._choices)]
+        body["usage"] = self._usage
+        if self._prompt_token_ids is not None:
+            body["prompt_token_ids"] = self._prompt_token_ids
+        return body
+
+
+_CHOICE_PARTS = frozenset({"index", "delta", "logprobs", "finish_reason", "token_ids"})
+
+
+class _ChoiceParts:
+    """One choice's deltas, concatenated: text fields joined, tool calls merged by index."""
+
+    def __init__(self) -> None:
+        self.finish_reason: str | None = None
+        self._role = "assistant"
+        self._text: dict[str, list[str]] = {}
+        self._tool_calls: dict[int, dict[str, Any]] = {}
+        self._token_ids: list[int] | None = None
+        self._logprobs: list[dict[str, Any]] | None = None
+        self._extra: dict[str, Any] = {}
+
+    def add(self, choice: dict[str, Any]) -> None:
+        delta = choice.get("delta") or {}
+        for key, value in delta.items():
+            if key == "role" and value:
+                self._role = value
+            elif key == "tool_calls":
+                for call in value or ():
+                    self._merge_tool_call(call)
+            elif isinstance(value, str):
+                self._text.setdefault(key, []).append(value)
+            elif value is None:
+                self._text.setdefault(key, [])
+        if choice.get("token_ids") is not None:
+            if self._token_ids is None:
+                self._token_ids = []
+            self._token_ids.extend(choice["token_ids"])
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and logprobs.get("content") is not None:
+            if self._logprobs is None:
+                self._logprobs = []
+            self._logprobs.extend(logprobs["content"])
+        if choice.get("finish_reason") is not None:
+            self.finish_reason = choice["finish_reason"]
+        for key, value in choice.items():  # engine extras such as vLLM's stop_reason: last value wins
+            if key not in _CHOICE_PARTS and (value is not None or key not in self._extra):
+                self._extra[key] = value
+
+    def _merge_tool_call(self, call: dict[str, Any]) -> None:
+        index = call.get("index", len(self._tool_calls))
+        merged = self._tool_calls.setdefault(index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+        if call.get("id"):
+            merged["id"] = call["id"]
+        if call.get("type"):
+            merged["type"] = call["type"]
+        function = call.get("function") or {}
+        if function.get("name") and not merged["function"]["name"]:
+            merged["function"]["name"] = function["name"]
+        if function.get("arguments"):
+            merged["function"]["arguments"] += function["arguments"]
+
+    def choice(self, index: int) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": self._role, "content": None}
+        for key, pieces in self._text.items():
+            message[key] = "".join(pieces) if pieces else None
+        if self._tool_calls:
+            message["tool_calls"] = [self._tool_calls[i] for i in sorted(self._tool_calls)]
+        choice: dict[str, Any] = {
+            "index": index,
+            "message": message,
+            "logprobs": None if self._logprobs is None else {"content": self._logprobs},
+            "finish_reason": self.finish_reason,
+        }
+        choice.update(self._extra)
+        if self._token_ids is not None:
+            choice["token_ids"] = self._token_ids
+        return choice

@@ -1,0 +1,204 @@
+"""Fixtures for the proxy tests: a background event loop, a scripted fake engine, and proxies.
+
+The fake engine imitates vLLM's chat completions with ``return_token_ids`` and logprobs,
+and can be told to fail, hang, or pause mid-stream; the dev engine (tests/conftest.py)
+covers the real-model paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from components.proxy import ProxyConfig, start_proxy
+
+FAKE_MODEL = "fake-policy"
+FAKE_POLICY_VERSION = "step-7"
+FAKE_PROMPT_IDS = [1, 2, 3]
+FAKE_TOKENS = [("Hel", 11, -0.5), ("lo", 12, -0.25), (" world", 13, -0.125), ("", 2, -0.0625)]
+FAKE_TEXT = "Hello world"
+
+
+class LoopThread:
+    """An asyncio loop in a daemon thread, so plain (sync) tests can talk to servers running in it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Any, timeout: float = 30.0) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def call_soon(self, fn: Callable[[], Any]) -> None:
+        self.loop.call_soon_threadsafe(fn)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+        self.loop.close()
+
+
+@dataclass
+class FakeEngine:
+    """A vLLM look-alike whose behaviour each test scripts through these attributes."""
+
+    # What every successful call answers, for tests to compare with.
+    MODEL = FAKE_MODEL
+    POLICY_VERSION = FAKE_POLICY_VERSION
+    PROMPT_IDS = FAKE_PROMPT_IDS
+    TEXT = FAKE_TEXT
+    TOKEN_IDS = [token_id for _, token_id, _ in FAKE_TOKENS]
+    LOGPROBS = [logprob for _, _, logprob in FAKE_TOKENS]
+
+    url: str = ""
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    fail_status: int | None = None  # answer chat calls with this HTTP error
+    hang_s: float = 0.0  # wait this long before answering chat calls
+    gate: asyncio.Event | None = None  # pause streams after the first token until set
+    released_by_gate: bool | None = None  # whether the paused stream resumed because the gate was set
+    cut_stream: bool = False  # drop the connection after the first token
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        return app
+
+    async def _models(self, request: web.Request) -> web.Response:
+        entry = {"id": FAKE_MODEL, "object": "model", "root": "/models/fake", "policy_version": FAKE_POLICY_VERSION}
+        return web.json_response({"object": "list", "data": [entry]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        if self.hang_s:
+            await asyncio.sleep(self.hang_s)
+        if self.fail_status is not None:
+            error = {"message": "engine exploded", "type": "InternalServerError", "param": None, "code": self.fail_status}
+            return web.json_response({"error": error}, status=self.fail_status)
+        if body.get("stream"):
+            return await self._stream(request, body)
+        return web.json_response(_completion(body))
+
+    async def _stream(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await out.prepare(request)
+        for position, chunk in enumerate(_chunks(body)):
+            await out.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+            if position == 1 and self.cut_stream:
+                request.transport.close()
+                return out
+            if position == 1 and self.gate is not None:
+                try:
+                    await asyncio.wait_for(self.gate.wait(), 10)
+                    self.released_by_gate = True
+                except asyncio.TimeoutError:
+                    self.released_by_gate = False
+        await out.write(b"data: [DONE]\n\n")
+        await out.write_eof()
+        return out
+
+
+def _logprob(text: str, logprob: float) -> dict[str, Any]:
+    return {"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": []}
+
+
+def _head(body: dict[str, Any], kind: str) -> dict[str, Any]:
+    return {"id": "chatcmpl-fake", "object": kind, "created": 1700000000, "model": body.get("model")}
+
+
+def _completion(body: dict[str, Any]) -> dict[str, Any]:
+    logprobs = {"content": [_logprob(t, lp) for t, _, lp in FAKE_TOKENS]} if body.get("logprobs") else None
+    choice = {
+        "index": 0,
+        "message": {"role": "assistant", "content": FAKE_TEXT, "tool_calls": []},
+        "logprobs": logprobs,
+        "finish_reason": "stop",
+        "stop_reason": None,
+    }
+    if body.get("return_token_ids"):
+        choice["token_ids"] = [i for _, i, _ in FAKE_TOKENS]
+    response = {**_head(body, "chat.completion"), "choices": [choice]}
+    response["usage"] = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    if body.get("return_token_ids"):
+        response["prompt_token_ids"] = FAKE_PROMPT_IDS
+    return response
+
+
+def _chunks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    first = {**_head(body, "chat.completion.chunk")}
+    first["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]
+    if body.get("return_token_ids"):
+        first["prompt_token_ids"] = FAKE_PROMPT_IDS
+    yield first
+    for position, (text, token_id, logprob) in enumerate(FAKE_TOKENS):
+        last = position == len(FAKE_TOKENS) - 1
+        choice: dict[str, Any] = {
+            "index": 0,
+            "delta": {"content": text},
+            "logprobs": {"content": [_logprob(text, logprob)]} if body.get("logprobs") else None,
+            "finish_reason": "stop" if last else None,
+        }
+        if last:
+            choice["stop_reason"] = None  # vLLM sets it (often null) on the finishing chunk only
+        if body.get("return_token_ids"):
+            choice["token_ids"] = [token_id]
+        yield {**_head(body, "chat.completion.chunk"), "choices": [choice]}
+    if (body.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+        yield {**_head(body, "chat.completion.chunk"), "choices": [], "usage": usage}
+
+
+@pytest.fixture(scope="session")
+def loop_thread() -> Iterator[LoopThread]:
+    thread = LoopThread()
+    yield thread
+    thread.close()
+
+
+async def _serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    host, port = runner.addresses[0][:2]
+    return runner, f"http://{host}:{port}"
+
+
+@pytest.fixture
+def fake_engine(loop_thread: LoopThread) -> Iterator[FakeEngine]:
+    engine = FakeEngine()
+    runner, engine.url = loop_thread.run(_serve(engine.app()))
+    yield engine
+    loop_thread.run(runner.cleanup())
+
+
+@pytest.fixture
+def make_proxy(loop_thread: LoopThread, tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Start a proxy in the background loop; returns its URL. Records go to ``tmp_path/'out'``."""
+    running = []
+
+    def make(upstream: str, **settings: Any) -> str:
+        config = ProxyConfig(upstream=upstream, out=settings.pop("out", tmp_path / "out"), port=0, **settings)
+        proxy = loop_thread.run(start_proxy(config))
+        running.append(proxy)
+        return proxy.url
+
+    yield make
+    for proxy in running:
+        loop_thread.run(proxy.stop())
+
+
+@pytest.fixture
+def fake_proxy(fake_engine: FakeEngine, make_proxy: Callable[..., str]) -> str:
+    """A proxy in front of the fake engine, default settings."""
+    return make_proxy(fake_engine.url)

@@ -1,0 +1,83 @@
+"""Streams are relayed event by event, and a completed stream is already on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from components.core import read_session
+from components.proxy.recorder import Recorder
+
+
+def test_stream_is_forwarded_before_the_upstream_finishes(fake_proxy: str, fake_engine, loop_thread, tmp_path: Path) -> None:
+    fake_engine.gate = asyncio.Event()  # the engine pauses after its first token until the test sets this
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    seen: list[str] = []
+    with httpx.stream("POST", f"{fake_proxy}/s/s1/v1/chat/completions", json=body, timeout=30) as response:
+        for line in response.iter_lines():
+            seen.append(line)
+            if '"Hel"' in line:
+                # Only a proxy that forwards as it goes lets us see this while the engine still waits.
+                loop_thread.call_soon(fake_engine.gate.set)
+    assert fake_engine.released_by_gate is True, "the first chunk reached the client only after the engine gave up waiting"
+    assert seen[-2:] == ["data: [DONE]", ""] or seen[-1] == "data: [DONE]"
+    [call] = read_session(tmp_path / "out" / "s1.jsonl")
+    assert call.ok and call.stream
+
+
+@pytest.mark.parametrize(("stream", "completion_signal"), [(True, "data: [DONE]"), (False, '"object":"chat.completion"')])
+def test_record_is_written_before_the_client_sees_the_call_complete(
+    fake_proxy: str, monkeypatch, tmp_path: Path, stream: bool, completion_signal: str
+) -> None:
+    writing, proceed = threading.Event(), threading.Event()
+    original_write = Recorder.write
+
+    def paused_write(self, session_id, record):  # runs on the proxy's loop thread
+        writing.set()
+        proceed.wait(10)
+        return original_write(self, session_id, record)
+
+    monkeypatch.setattr(Recorder, "write", paused_write)
+    lines: list[str] = []
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": stream}
+
+    def read_stream() -> None:
+        with httpx.stream("POST", f"{fake_proxy}/s/s1/v1/chat/completions", json=body, timeout=30) as response:
+            lines.extend(response.iter_lines())
+
+    reader = threading.Thread(target=read_stream)
+    reader.start()
+    assert writing.wait(10), "the proxy never recorded the call"
+    # While the record is being written, an ending sent earlier would already be readable.
+    time.sleep(0.2)
+    completed_before_record = any(completion_signal in line for line in lines)
+    proceed.set()
+    reader.join(10)
+    assert not completed_before_record, "the client saw the call complete before it was recorded"
+    assert any(completion_signal in line for line in lines)
+    assert len(read_session(tmp_path / "out" / "s1.jsonl")) == 1
+
+
+def test_client_leaving_mid_stream_is_recorded_and_proxy_keeps_serving(fake_proxy: str, fake_engine, loop_thread, tmp_path: Path) -> None:
+    fake_engine.gate = asyncio.Event()
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    with httpx.stream("POST", f"{fake_proxy}/s/gone/v1/chat/completions", json=body, timeout=30) as response:
+        for line in response.iter_lines():
+            if '"Hel"' in line:
+                break  # leave while the engine is paused
+    loop_thread.call_soon(fake_engine.gate.set)
+    fake_engine.gate = None
+    httpx.post(f"{fake_proxy}/s/s1/v1/chat/completions", json={**body, "stream": False}).raise_for_status()
+    # The abandoned call is recorded as failed once the proxy notices the client is gone.
+    httpx.post(f"{fake_proxy}/flush").raise_for_status()
+    for _ in range(100):
+        if (tmp_path / "out" / "gone.jsonl").exists():
+            break
+        loop_thread.run(asyncio.sleep(0.05))
+    [abandoned] = read_session(tmp_path / "out" / "gone.jsonl")
+    assert not abandoned.ok and "client disconnected" in abandoned.error

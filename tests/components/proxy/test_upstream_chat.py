@@ -1,0 +1,122 @@
+"""Unit tests for the engine-side helpers: request preparation, SSE parsing, stream reassembly."""
+
+from __future__ import annotations
+
+from components.proxy.sse import SSEParser, sse_event
+from components.proxy.upstream_chat import ChatStreamAssembler, extract_completion, prepare_upstream_body
+
+
+def test_upstream_body_asks_for_tokens_and_keeps_client_top_logprobs() -> None:
+    request = {"model": "gpt-x", "messages": [], "top_logprobs": 3, "logprobs": False}
+    body, sampling = prepare_upstream_body(request, model="policy", training=False, stream=False)
+    assert body["model"] == "policy"
+    assert body["return_token_ids"] is True and body["logprobs"] is True
+    assert body["skip_special_tokens"] is False and body["top_logprobs"] == 3
+    assert "stream_options" not in body  # engines refuse stream_options on non-streamed calls
+    assert request["logprobs"] is False  # the recorded request stays as the client sent it
+    assert sampling["overridden"] is False
+
+
+def test_streamed_upstream_body_adds_usage_and_keeps_client_stream_options() -> None:
+    body, _ = prepare_upstream_body(
+        {"messages": [], "stream_options": {"continuous_usage_stats": True}}, model=None, training=False, stream=True
+    )
+    assert body["stream_options"] == {"continuous_usage_stats": True, "include_usage": True}
+    assert "model" not in body
+
+
+def test_training_mode_overrides_sampling_and_drops_distribution_knobs() -> None:
+    request = {"messages": [], "temperature": 0.2, "top_p": 0.5, "top_k": 5, "max_tokens": 9, "stop": "END"}
+    body, sampling = prepare_upstream_body(request, model=None, training=True, stream=False)
+    assert (body["temperature"], body["top_p"]) == (1.0, 1.0)
+    assert "top_k" not in body
+    assert sampling == {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "max_tokens": 9,
+        "seed": None,
+        "stop": ["END"],
+        "overridden": True,
+        "dropped": ["top_k"],
+    }
+
+
+def test_sampling_record_ignores_malformed_values() -> None:
+    _, sampling = prepare_upstream_body(
+        {"messages": [], "temperature": "hot", "max_tokens": True, "stop": [1, 2]}, model=None, training=False, stream=False
+    )
+    assert sampling["temperature"] is None and sampling["max_tokens"] is None and sampling["stop"] is None
+
+
+def test_sse_parser_handles_events_split_across_reads_and_crlf() -> None:
+    parser = SSEParser()
+    stream = sse_event(b'{"a": 1}') + b": keep-alive\r\n\r\n" + b"data: {\"b\":\r\ndata: 2}\r\n\r\n" + sse_event(b"[DONE]")
+    events = []
+    for position in range(0, len(stream), 3):  # worst case: tiny reads that cut everything
+        events.extend(parser.feed(stream[position : position + 3]))
+    events.extend(parser.close())
+    assert events == [b'{"a": 1}', b'{"b":\n2}', b"[DONE]"]
+
+
+def test_sse_parser_returns_last_event_without_blank_line_on_close() -> None:
+    parser = SSEParser()
+    assert parser.feed(b"data: [DONE]") == []
+    assert parser.close() == [b"[DONE]"]
+
+
+def _chunk(delta: dict, **choice) -> dict:
+    return {"id": "c1", "created": 1, "model": "m", "choices": [{"index": 0, "delta": delta, **choice}]}
+
+
+def test_assembler_merges_tool_call_deltas_by_index() -> None:
+    assembler = ChatStreamAssembler()
+    assembler.add({**_chunk({"role": "assistant", "content": None}), "prompt_token_ids": [1, 2]})
+    assembler.add(_chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "ls", "arguments": ""}}]}, token_ids=[5]))
+    assembler.add(_chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "cat", "arguments": '{"p'}}]}, token_ids=[6]))
+    assembler.add(_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"dir": "."}'}}]}, token_ids=[7]))
+    assembler.add(_chunk({"tool_calls": [{"index": 1, "function": {"arguments": '": "x"}'}}]}, token_ids=[8], finish_reason="tool_calls"))
+    completion = assembler.completion()
+    message = completion["choices"][0]["message"]
+    assert message["content"] is None
+    assert message["tool_calls"] == [
+        {"id": "call_a", "type": "function", "function": {"name": "ls", "arguments": '{"dir": "."}'}},
+        {"id": "call_b", "type": "function", "function": {"name": "cat", "arguments": '{"p": "x"}'}},
+    ]
+    assert completion["choices"][0]["token_ids"] == [5, 6, 7, 8]
+    assert completion["choices"][0]["finish_reason"] == "tool_calls"
+    assert completion["prompt_token_ids"] == [1, 2]
+    assert assembler.finished
+
+
+def test_assembler_joins_text_and_logprobs_and_keeps_usage() -> None:
+    assembler = ChatStreamAssembler()
+    entry = {"token": "a", "logprob": -1.0, "bytes": [97], "top_logprobs": []}
+    assembler.add(_chunk({"content": "a", "reasoning_content": "th"}, logprobs={"content": [entry]}, token_ids=[1]))
+    assembler.add(_chunk({"content": "b", "reasoning_content": "ink"}, logprobs={"content": [entry]}, token_ids=[2], finish_reason="stop", stop_reason=None))
+    assembler.add({"id": "c1", "choices": [], "usage": {"total_tokens": 4}})
+    completion = assembler.completion()
+    choice = completion["choices"][0]
+    assert choice["message"] == {"role": "assistant", "content": "ab", "reasoning_content": "think"}
+    assert choice["logprobs"] == {"content": [entry, entry]} and "stop_reason" in choice
+    assert completion["usage"] == {"total_tokens": 4}
+    extracted = extract_completion(completion)
+    assert (extracted.completion_token_ids, extracted.completion_logprobs) == ([1, 2], [-1.0, -1.0])
+    assert extracted.problem is None
+
+
+def test_assembler_records_an_in_stream_error() -> None:
+    assembler = ChatStreamAssembler()
+    assembler.add({"error": {"message": "out of memory", "type": "InternalServerError"}})
+    assert assembler.error is not None and "out of memory" in assembler.error
+
+
+def test_extract_completion_flags_mismatched_logprobs_and_keeps_record_valid() -> None:
+    chat = {"choices": [{"token_ids": [1, 2], "logprobs": {"content": [{"logprob": -1.0}]}, "finish_reason": "stop"}]}
+    completion = extract_completion(chat)
+    assert completion.problem is not None and "1 logprobs for 2 tokens" in completion.problem
+    assert completion.completion_logprobs == []
+
+
+def test_extract_completion_flags_an_engine_without_token_ids() -> None:
+    completion = extract_completion({"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}]})
+    assert completion.problem is not None and "return_token_ids" in completion.problem
