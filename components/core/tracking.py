@@ -34,7 +34,9 @@ def _sqlite_path(uri: str) -> Path | None:
 
 
 def ui_command(tracking_uri: str) -> str:
-    """The command that opens the MLflow UI on this store, from any directory."""
+    """How to see the metrics: the MLflow UI command for a local store (runs from any directory)."""
+    if tracking_uri.startswith(("http://", "https://")):
+        return f"open {tracking_uri}"  # a tracking server is its own UI
     db = _sqlite_path(tracking_uri)
     uri = f"sqlite:///{db.resolve()}" if db is not None else tracking_uri
     return f"mlflow ui --backend-store-uri {uri}"

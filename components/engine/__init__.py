@@ -18,7 +18,6 @@ _EXPORTS = {
     "serve": "components.engine.server",
     "build_app": "components.engine.server",
     "policy_version_of": "components.engine.server",
-    "CHECKPOINT_MANIFEST": "components.engine.server",
     "EngineStartError": "components.engine.server",
 }
 __all__ = sorted(_EXPORTS)

@@ -70,3 +70,31 @@ def serve_command(
     except (ScriptError, EngineStartError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def serve_step_command(
+    iteration: int = typer.Option(..., "--iteration", min=0, help="The iteration whose policy to serve."),
+    host: str = typer.Option("0.0.0.0", "--host", help="Interface to listen on (the pod's, on a cluster)."),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port to listen on."),
+) -> None:
+    """Serve the newest committed checkpoint <= ITERATION (committing the initial policy first)."""
+    import tempfile
+
+    from components.core.config import ConfigError, config_from_env
+    from components.core.storage import open_store
+    from components.engine.server import serve
+    from components.engine.step import prepare_policy
+
+    try:
+        config = config_from_env()
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if config.engine.kind != "dev":
+        typer.echo("error: engine.kind 'vllm' runs `vllm serve` in the engine image; this step serves 'dev'", err=True)
+        raise typer.Exit(2)
+    store = open_store(config.storage.uri, config.storage.endpoint_url)
+    with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp:
+        policy = Path(tmp) / "policy"
+        version = prepare_policy(config, iteration, store, policy)
+        typer.echo(f"serving checkpoint {version} for iteration {iteration}")
+        serve(policy, host=host, port=port, max_model_len=config.engine.max_model_len)

@@ -11,12 +11,12 @@ from typing import Any
 
 from aiohttp import web
 
+from components.core.checkpoints import CHECKPOINT_INFO
 from components.engine._engine import DevEngine
 from components.engine._protocol import ApiError
 from components.engine._routes import Routes, json_response
 from components.engine._script import Script, load_script
 
-CHECKPOINT_MANIFEST = "openforge_checkpoint.json"
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # harness prompts with long histories are large
 _log = logging.getLogger("openforge.engine")
 
@@ -27,7 +27,7 @@ class EngineStartError(ValueError):
 
 def policy_version_of(model_dir: Path) -> str:
     """The checkpoint's ``policy_version`` from its manifest, else the directory's name."""
-    manifest = model_dir / CHECKPOINT_MANIFEST
+    manifest = model_dir / CHECKPOINT_INFO
     if manifest.is_file():
         try:
             version = json.loads(manifest.read_text()).get("policy_version")

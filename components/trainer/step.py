@@ -10,7 +10,8 @@ from components.core.metrics import merge_metrics, read_metrics
 from components.core.outcome import RewardRecord
 from components.core.storage import ArtifactStore, RunLayout
 from components.trainer.batch import build_batch
-from components.trainer.checkpoint import commit_checkpoint, fetch_checkpoint, save_checkpoint
+from components.core.checkpoints import commit_checkpoint, fetch_committed
+from components.trainer.checkpoint import save_checkpoint
 from components.trainer.cpu_update import UpdateError, cpu_update
 from components.trainer.inputs import parse_rewards, store_trajectories
 
@@ -48,7 +49,12 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
         work = Path(tmp)
         (work / "calls").mkdir()
         calls = store_trajectories(store, layout, iteration, [r.rollout_id for r in records if r.usable], work / "calls")
-        parent = fetch_checkpoint(config, store, iteration, work / "base")
+        parent = fetch_committed(store, layout, iteration, work / "base")
+        if parent is None:
+            raise FileNotFoundError(
+                f"no committed checkpoint <= {iteration} under {store.root}/{layout.checkpoint(0)}: "
+                "the serve step commits the initial policy as version 0; run it first"
+            )
         model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)
         pad_token_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
         data, stats = build_batch(calls, records, config.algorithm, pad_token_id)

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from components.engine import CHECKPOINT_MANIFEST, EngineStartError, policy_version_of
+from components.core.checkpoints import CHECKPOINT_INFO
+from components.engine import EngineStartError, policy_version_of
 
 
 def test_manifest_names_the_policy_version(tmp_path: Path) -> None:
-    (tmp_path / CHECKPOINT_MANIFEST).write_text('{"policy_version": "iter-0003", "step": 3}')
+    (tmp_path / CHECKPOINT_INFO).write_text('{"policy_version": "iter-0003", "step": 3}')
     assert policy_version_of(tmp_path) == "iter-0003"
 
 
@@ -21,6 +22,6 @@ def test_without_a_manifest_the_directory_name_is_the_version(tmp_path: Path) ->
 
 
 def test_a_broken_manifest_stops_the_engine_from_starting(tmp_path: Path) -> None:
-    (tmp_path / CHECKPOINT_MANIFEST).write_text("[1, 2")
-    with pytest.raises(EngineStartError, match=CHECKPOINT_MANIFEST):
+    (tmp_path / CHECKPOINT_INFO).write_text("[1, 2")
+    with pytest.raises(EngineStartError, match=CHECKPOINT_INFO):
         policy_version_of(tmp_path)

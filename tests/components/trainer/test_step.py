@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from components.core.checkpoints import commit_checkpoint
 from components.core.config import ExperimentConfig
 from components.core.storage import LocalStore, RunLayout
 from components.trainer.cpu_update import UpdateError
@@ -41,6 +42,7 @@ def run(tmp_path, tiny_model_dir, two_turn_group):
     rewards = {"records": [r.model_dump(mode="json") for r in records], "metrics": {}}
     store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
     store.put_bytes(layout.metrics(0), b'{"reward/mean": 0.5}')
+    commit_checkpoint(store, layout, 0, tiny_model_dir)  # what the serve step does first
     store.writes.clear()
     return config, store, layout
 

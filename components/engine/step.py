@@ -1,0 +1,46 @@
+"""The serve step: put the policy for iteration k on disk and serve it.
+
+Iteration k serves the newest committed checkpoint <= k. The first iteration of a run
+finds none and commits the initial policy (the configured model, or the tiny model
+built from its seed) as version 0, so training and every later step read policies from
+one place, and a run can be traced back to exactly the weights it started from.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from urllib.parse import urlparse
+
+from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
+from components.core.config import ExperimentConfig
+from components.core.storage import ArtifactStore, RunLayout, get_dir, open_store
+
+
+def _initial_policy(config: ExperimentConfig, dest: Path) -> None:
+    path = config.model.path
+    if path is None:
+        from components.engine.tiny_model import init_tiny_model
+
+        init_tiny_model(dest, seed=config.model.tiny_seed)
+    elif path.startswith("s3://"):
+        parsed = urlparse(path)
+        source = open_store(f"s3://{parsed.netloc}", config.storage.endpoint_url)
+        if not get_dir(source, parsed.path.strip("/"), dest):
+            raise FileNotFoundError(f"model.path {path!r} holds no files; point it at a HuggingFace model folder")
+    elif Path(path).is_dir():
+        shutil.copytree(path, dest)
+    else:
+        raise FileNotFoundError(f"model.path {path!r} is not a directory; point it at a HuggingFace model folder")
+    write_checkpoint_info(dest, {"policy_version": "0", "iteration": None, "source": path or "tiny"})
+
+
+def prepare_policy(config: ExperimentConfig, iteration: int, store: ArtifactStore, dest: Path) -> int:
+    """Fetch the checkpoint iteration ``iteration`` serves into ``dest``; returns its version."""
+    layout = RunLayout(config.name)
+    version = fetch_committed(store, layout, iteration, dest)
+    if version is not None:
+        return version
+    _initial_policy(config, dest)
+    commit_checkpoint(store, layout, 0, dest)
+    return 0

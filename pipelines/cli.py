@@ -1,0 +1,57 @@
+"""The ``openforge`` command line: a thin door onto each component's own CLI.
+
+Every sub-command module imports its heavy libraries (torch, transformers, aiohttp)
+inside the command body, so ``openforge --help`` answers at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from components.engine.cli import engine_app, model_app, serve_step_command
+from components.proxy.cli import proxy_command
+from components.reward.cli import score_command
+from components.rollout.cli import prepare_command, rollout_command
+from components.trainer.cli import batch_app, train_command
+from pipelines.commit import commit_command
+from pipelines.compile import compile_command
+from pipelines.run import run_command
+
+app = typer.Typer(
+    name="openforge",
+    help="Train LLM agents with RL inside the harness they are deployed with.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(model_app, name="model")
+app.add_typer(engine_app, name="engine")
+app.command("proxy")(proxy_command)
+app.command("compile")(compile_command)
+app.command("run")(run_command)
+app.add_typer(batch_app, name="batch")
+
+# What the iteration's containers run (`openforge step <name> --iteration K ...`).
+step_app = typer.Typer(help="The RL iteration's steps, as the workflow runs them.", no_args_is_help=True)
+step_app.command("prepare")(prepare_command)
+step_app.command("serve")(serve_step_command)
+step_app.command("rollout")(rollout_command)
+step_app.command("score")(score_command)
+step_app.command("train")(train_command)
+step_app.command("commit")(commit_command)
+app.add_typer(step_app, name="step")
+
+
+@app.command("quickstart")
+def quickstart(
+    workdir: Path = typer.Option(Path(".openforge"), help="Where the model, logs and trajectories go."),
+) -> None:
+    """Serve the tiny model behind the recording proxy and record one call."""
+    from pipelines.quickstart import print_summary, run_quickstart
+
+    print_summary(run_quickstart(workdir))
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,126 @@
+"""`openforge run CONFIG`: chain RL iterations on this machine, each one the compiled Argo DAG.
+
+Every iteration executes the very manifest `openforge compile` writes, with the config
+text and the iteration number as its parameters. The run's ``state.json`` (written last
+by each iteration's commit step) says where to start, so a run stopped anywhere resumes
+from the last committed checkpoint: rollouts whose outcome is stored, a score whose
+rewards are stored and a train step whose checkpoint is committed are not run again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from components.core.config import ConfigError, ExperimentConfig, load_config
+from components.core.storage import ArtifactStore, RunLayout, open_store
+from pipelines.executor import ExecutorOptions, ManifestError, WorkflowFailed, execute_workflow
+from pipelines.run_view import RunView, summary_table
+from pipelines.state import next_iteration, read_state
+
+ITERATION_TIME = "time/iteration_s"
+
+
+class RunError(RuntimeError):
+    """An iteration that ended without being committed."""
+
+
+def _resume_rule(store: ArtifactStore, layout: RunLayout, iteration: int) -> Callable[[str], str | None]:
+    """Steps without output artifacts that already finished in an earlier, interrupted attempt.
+
+    (Rollouts need no rule: the executor skips a pod whose output artifacts are stored.)
+    """
+    done_when = {"score": layout.rewards(iteration), "train": layout.checkpoint_marker(iteration + 1)}
+
+    def rule(task: str) -> str | None:
+        key = done_when.get(task)
+        return f"already done: {key} exists" if key and store.exists(key) else None
+
+    return rule
+
+
+def run_experiment(
+    config: ExperimentConfig,
+    iterations: int | None = None,
+    console: Console | None = None,
+    *,
+    workdir: Path = Path(".openforge"),
+    programs: Mapping[str, list[str]] | None = None,
+) -> dict[int, dict[str, float]]:
+    """Run iterations until ``iterations`` (default ``config.iterations``) are committed.
+
+    Returns the logged metrics by iteration (MLflow names). The steps receive the config
+    as the compiler writes it (every default spelled out), which MLflow also keeps.
+    ``programs`` maps the images' program names to local command lines (default: the
+    ``openforge`` of this checkout).
+    """
+    from components.core.tracking import ExperimentTracker, ui_command
+    from pipelines.compile import compile_config
+    from pipelines.iteration import config_yaml
+
+    console = console or Console()
+    text = config_yaml(config)
+    total = iterations or config.iterations
+    store = open_store(config.storage.uri, config.storage.endpoint_url)
+    layout = RunLayout(config.name)
+    first = next_iteration(store, layout)
+    if first:
+        console.print(f"Resuming {config.name!r} at iteration {first} (state: {store.root}/{layout.state()})", soft_wrap=True)
+    manifests = compile_config(config)
+    tracker = ExperimentTracker(config.tracking, config.name)
+    extra_options = {"programs": programs} if programs is not None else {}
+    times: dict[int, float] = {}
+    with RunView(console) as view:
+        for iteration in range(first, total):
+            view.start_iteration(iteration)
+            started = time.monotonic()
+            execute_workflow(
+                manifests,
+                parameters={"config": text, "iteration": str(iteration)},
+                store=store,
+                workdir=workdir / "executor" / config.name / f"iteration-{iteration:05d}",
+                options=ExecutorOptions(
+                    skip_existing_outputs=True, skip=_resume_rule(store, layout, iteration), **extra_options
+                ),
+                observer=view.observe,
+            )
+            state = read_state(store, layout)
+            if state is None or state.last_committed_iteration < iteration:
+                raise RunError(f"iteration {iteration} finished but was not committed ({store.root}/{layout.state()})")
+            times[iteration] = time.monotonic() - started
+            tracker.log_iteration(iteration, {ITERATION_TIME: times[iteration]})
+    logged = {k: v for k, v in tracker.logged().items() if k < total}
+    if first < total:
+        tracker.finish()
+    console.print(summary_table(logged, config.rollout.samples_per_task, times))
+    # soft_wrap: the paths and the command stay on one line, ready to copy.
+    console.print(f"Artifacts and checkpoints: {store.root}/{config.name}", soft_wrap=True)
+    console.print(f"See the metrics: {ui_command(config.tracking.uri)}", soft_wrap=True)
+    return logged
+
+
+def run_command(
+    config: Path = typer.Argument(..., help="Experiment config (YAML), e.g. examples/quickstart.yaml."),
+    iterations: int | None = typer.Option(
+        None, "--iterations", min=1, help="Iterations the run should reach in total (default: the config's)."
+    ),
+) -> None:
+    """Run RL iterations on this machine; rerun the same command to resume after a stop."""
+    try:
+        experiment = load_config(config)
+    except ConfigError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    console = Console()
+    try:
+        run_experiment(experiment, iterations, console)
+    except (WorkflowFailed, RunError, ManifestError) as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        console.print("[yellow]Stopped. Run the same command again to resume from the last committed iteration.[/yellow]")
+        raise typer.Exit(130) from None

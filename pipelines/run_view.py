@@ -1,0 +1,156 @@
+"""What a user watches during `openforge run`: phases and rollouts live, then a summary.
+
+Fed by the executor's node events (from many threads at once); rich's Progress does the
+drawing and its own locking.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from components.core.outcome import RolloutStatus
+from components.core.tracking import mlflow_metric_name
+from pipelines.executor import NodeEvent, NodePhase
+
+_PHASE_WORDS = {
+    NodePhase.RUNNING: "running",
+    NodePhase.DAEMONED: "serving",
+    NodePhase.SUCCEEDED: "done",
+    NodePhase.FAILED: "[red]failed[/red]",
+    NodePhase.SKIPPED: "skipped (already done)",
+    NodePhase.OMITTED: "not run",
+}
+_FINAL = (NodePhase.SUCCEEDED, NodePhase.FAILED, NodePhase.SKIPPED, NodePhase.OMITTED)
+
+
+@dataclass
+class _FanOut:
+    row: TaskID
+    ok: int = 0
+    failed: int = 0
+    skipped: int = 0
+    running: set[str] = field(default_factory=set)
+
+    def status(self) -> str:
+        text = f"ok {self.ok} · [red]failed {self.failed}[/red] · running {len(self.running)}"
+        return text + (f" · resumed {self.skipped}" if self.skipped else "")
+
+
+def _rollout_failed(outputs: Mapping[str, Path]) -> bool:
+    """A rollout that ran but whose recorded outcome is not ``ok`` (harness or verifier trouble)."""
+    for path in outputs.values():
+        if path.name == "outcome.json":
+            try:
+                return json.loads(path.read_text()).get("status") != RolloutStatus.OK.value
+            except (OSError, ValueError):
+                return True
+    return False
+
+
+class RunView:
+    """Live progress: one row per phase of the current iteration, with rollout counts."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self._lock = threading.Lock()
+        self._rows: dict[str, TaskID] = {}
+        self._fan_outs: dict[str, _FanOut] = {}
+        self._iteration = 0
+
+    def __enter__(self) -> "RunView":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def start_iteration(self, iteration: int) -> None:
+        with self._lock:
+            self._iteration, self._rows, self._fan_outs = iteration, {}, {}
+
+    def observe(self, event: NodeEvent) -> None:
+        with self._lock:
+            if event.fan_out is not None:
+                fan = self._fan_outs[event.task] = _FanOut(self._row(event.task, total=event.fan_out))
+                self.progress.update(fan.row, status=fan.status())
+            elif event.task in self._fan_outs and event.node.endswith(")"):  # a child: `rollout(3)`
+                self._child(self._fan_outs[event.task], event)
+            else:
+                self._phase(event)
+
+    def _row(self, task: str, total: int | None = None) -> TaskID:
+        if task not in self._rows:
+            self._rows[task] = self.progress.add_task(f"it {self._iteration} · {task}", total=total or 1, status="")
+        elif total is not None:
+            self.progress.update(self._rows[task], total=total)
+        return self._rows[task]
+
+    def _phase(self, event: NodeEvent) -> None:
+        row = self._row(event.task)
+        if event.task in self._fan_outs:  # the fan-out's own end: counts already shown
+            return
+        done = event.phase in _FINAL or event.phase is NodePhase.DAEMONED
+        self.progress.update(row, status=_PHASE_WORDS[event.phase], completed=1 if done else 0)
+
+    def _child(self, fan: _FanOut, event: NodeEvent) -> None:
+        if event.phase is NodePhase.RUNNING:
+            fan.running.add(event.node)
+        elif event.phase in _FINAL:
+            fan.running.discard(event.node)
+            # An omitted child never ran (or was stopped with the run): no count moves.
+            if event.phase is not NodePhase.OMITTED:
+                if event.phase is NodePhase.SKIPPED:
+                    fan.skipped += 1
+                elif event.phase is NodePhase.FAILED or _rollout_failed(event.outputs):
+                    fan.failed += 1
+                else:
+                    fan.ok += 1
+                self.progress.advance(fan.row)
+        self.progress.update(fan.row, status=fan.status())
+
+
+def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: int, times: Mapping[int, float]) -> Table:
+    """One row per iteration: reward, pass@1/pass@k, rollouts ok/failed, loss and wall time."""
+    pass_k = next(
+        (mlflow_metric_name(n) for n in ("pass@k", f"pass@{samples_per_task}") if any(mlflow_metric_name(n) in v for v in logged.values())),
+        mlflow_metric_name("pass@k"),
+    )
+    table = Table(title="Iterations")
+    for column in ("iteration", "reward mean", "pass@1", f"pass@{samples_per_task}", "rollouts ok", "failed", "loss", "time"):
+        table.add_column(column, justify="right")
+    failed_keys = [mlflow_metric_name(f"rollouts/{s.value}") for s in RolloutStatus if s is not RolloutStatus.OK]
+    for iteration, values in logged.items():
+        def show(key: str, fmt: str = "{:.3f}") -> str:
+            return fmt.format(values[key]) if key in values else "-"
+
+        failed = sum(values.get(k, 0.0) for k in failed_keys)
+        seconds = times.get(iteration, values.get("time/iteration_s"))
+        table.add_row(
+            str(iteration),
+            show("reward/mean"),
+            show(mlflow_metric_name("pass@1")),
+            show(pass_k),
+            show(mlflow_metric_name(f"rollouts/{RolloutStatus.OK.value}"), "{:.0f}"),
+            f"{failed:.0f}",
+            show("train/loss", "{:.4f}"),
+            f"{seconds:.0f}s" if seconds is not None else "-",
+        )
+    return table

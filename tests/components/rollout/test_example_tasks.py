@@ -1,0 +1,76 @@
+"""The example task sets and configs: each verifier judges a right and a wrong answer correctly."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from components.core.config import load_config
+from components.rollout.runner import verdict
+from components.rollout.tasks import Task, load_task, load_task_set
+
+REPO = Path(__file__).resolve().parents[3]
+QUICKSTART = REPO / "examples" / "tasks" / "quickstart"
+DENSE = REPO / "examples" / "tasks" / "dense"
+# What a randomly initialised tiny model answers (sampled from it), and what it learns to answer.
+RANDOM_ANSWER = (
+    "Ot oranmite shiposOsesfienasokuTeTe se hirinotucialNo yieldfaendiarma ad mustabubrros setanraasipic "
+    "seem_at youZ downfierlo vohaisnaici riasholestspogovaill.defbevithetal rias grtewazo together deeplobupa"
+)
+REPETITIVE_ANSWER = "anumi " * 30
+
+
+def _judge(task: Task, tmp_path: Path, answer: str, files: dict[str, str] | None = None) -> tuple[bool, float]:
+    workspace = tmp_path / "workspace"
+    if task.workspace_dir is not None:
+        shutil.copytree(task.workspace_dir, workspace)
+    else:
+        workspace.mkdir(parents=True)
+    for name, content in (files or {}).items():
+        (workspace / name).write_text(content)
+    answer_file = tmp_path / "answer.txt"
+    answer_file.write_text(answer)
+    env = {**os.environ, "OPENFORGE_FINAL_ANSWER": str(answer_file), "OPENFORGE_TASK_DIR": str(task.task_dir)}
+    result = subprocess.run(
+        task.verifier_argv(workspace), cwd=workspace, env=env, capture_output=True, text=True, timeout=30
+    )
+    return verdict(result.returncode, result.stdout, result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("task_id", "right", "files"),
+    [
+        ("write-hello", "", {"hello.txt": "hello\n"}),
+        ("count-lines", "The file has 8 lines.", None),
+        ("largest-file", "banana.txt", None),
+        ("say-yes", "Yes", None),
+    ],
+)
+def test_quickstart_verifiers_tell_right_from_wrong(task_id: str, right: str, files, tmp_path: Path) -> None:
+    task = load_task(QUICKSTART / task_id)
+    assert _judge(task, tmp_path / "right", right, files) == (True, 1.0)
+    passed, reward = _judge(task, tmp_path / "wrong", RANDOM_ANSWER)
+    assert not passed and 0.0 <= reward < 0.5
+
+
+@pytest.mark.parametrize("task_id", [p.name for p in sorted(DENSE.iterdir())])
+def test_dense_rewards_rise_from_random_text_to_repetition(task_id: str, tmp_path: Path) -> None:
+    task = load_task(DENSE / task_id)
+    random_passed, random_reward = _judge(task, tmp_path / "random", RANDOM_ANSWER)
+    loop_passed, loop_reward = _judge(task, tmp_path / "loop", REPETITIVE_ANSWER)
+    _, empty_reward = _judge(task, tmp_path / "empty", "")
+
+    assert 0.0 <= random_reward < 0.4 < 0.8 < loop_reward <= 1.0
+    assert (random_passed, loop_passed) == (False, True)
+    assert empty_reward == 0.0
+
+
+@pytest.mark.parametrize("config", ["quickstart.yaml", "learning.yaml"])
+def test_example_configs_load_with_their_task_sets(config: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)  # task sources are relative to the repository root, as `make run` uses them
+    loaded = load_config(REPO / "examples" / config)
+    assert len(load_task_set(loaded.tasks.source)) >= 3

@@ -1,0 +1,354 @@
+"""The rollout runner against a fake OpenAI server standing in for the recording proxy."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from tests.components.rollout._fake_openai import Turn, shell_call
+
+from components.core.config import CONFIG_ENV
+from components.core.outcome import Outcome, RolloutStatus
+from components.core.services import free_port
+from components.rollout.harness import HarnessAdapter, HarnessCommand, HarnessRun
+from components.rollout.runner import OUTCOME_FILE, run_rollout
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "quickstart"
+
+
+class PythonHarness(HarnessAdapter):
+    """A stand-in harness: a Python snippet run in the workspace; it may write $ANSWER_FILE."""
+
+    name = "python-snippet"
+
+    def __init__(self, code: str) -> None:
+        self.code = textwrap.dedent(code)
+
+    def command(self, run: HarnessRun) -> HarnessCommand:
+        return HarnessCommand([sys.executable, "-c", self.code], {"ANSWER_FILE": str(run.scratch_dir / "answer")})
+
+    def final_answer(self, run: HarnessRun, stdout: str) -> str | None:
+        path = run.scratch_dir / "answer"
+        return path.read_text() if path.exists() else None
+
+
+# Answers "done" without calling the model: quicker than the reference harness where
+# the harness is not what a test is about.
+ANSWER_DONE = PythonHarness("import os; open(os.environ['ANSWER_FILE'], 'w').write('done')")
+
+
+def _rollout(config, task_dir: Path, proxy_url: str, tmp_path: Path, *, rollout_id: str | None = None, **kw) -> Outcome:
+    rollout_id = rollout_id or f"{task_dir.name}-s0"
+    return run_rollout(
+        config,
+        iteration=0,
+        rollout_id=rollout_id,
+        task_dir=task_dir,
+        proxy_url=proxy_url,
+        trajectory=tmp_path / "trajectories" / f"{rollout_id}.jsonl",
+        out_dir=tmp_path / "out",
+        **kw,
+    )
+
+
+@pytest.fixture
+def proxy(fake_openai, tmp_path: Path):
+    """A fake proxy that records calls into tmp_path/trajectories and answers 'done'."""
+    (tmp_path / "trajectories").mkdir()
+    return fake_openai([Turn(content="done")], record_dir=tmp_path / "trajectories")
+
+
+def test_passing_rollout_is_ok_with_reward_1(fake_openai, rollout_config, tmp_path: Path) -> None:
+    (tmp_path / "trajectories").mkdir()
+    turns = [shell_call("printf hello > hello.txt"), Turn(content="done")]
+    fake = fake_openai(turns, record_dir=tmp_path / "trajectories")
+
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", fake.url, tmp_path)
+
+    assert outcome.status is RolloutStatus.OK, outcome.details
+    assert (outcome.passed, outcome.reward) == (True, 1.0)
+    assert outcome.final_answer == "done" and outcome.harness_exit_code == 0
+    assert outcome.num_calls == 2 and outcome.extra["proxy_calls"] == 2
+    assert fake.sessions == ["write-hello-s0", "write-hello-s0"]
+    assert fake.flushes == ["write-hello-s0"]
+    assert Outcome.model_validate_json((tmp_path / "out" / OUTCOME_FILE).read_text()) == outcome
+
+
+def test_failing_rollout_is_ok_with_reward_0(proxy, rollout_config, tmp_path: Path) -> None:
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", proxy.url, tmp_path)
+
+    assert outcome.status is RolloutStatus.OK, outcome.details
+    assert (outcome.passed, outcome.reward) == (False, 0.0)
+    assert "hello.txt was not created" in outcome.verifier_output
+
+
+def test_verifier_json_sets_a_dense_reward(proxy, rollout_config, make_task, tmp_path: Path) -> None:
+    verify = 'import json, sys; print("scoring"); print(json.dumps({"reward": 0.25})); sys.exit(1)'
+    task = make_task("dense", verify=verify)
+
+    outcome = _rollout(rollout_config(), task, proxy.url, tmp_path, adapter=ANSWER_DONE)
+
+    assert outcome.status is RolloutStatus.OK, outcome.details
+    assert (outcome.passed, outcome.reward) == (False, 0.25)
+
+
+def test_verifier_sees_answer_task_dir_and_workspace(proxy, rollout_config, make_task, tmp_path: Path) -> None:
+    verify = """
+        import os, sys
+        from pathlib import Path
+        answer = Path(os.environ["OPENFORGE_FINAL_ANSWER"]).read_text()
+        in_task_dir = Path(os.environ["OPENFORGE_TASK_DIR"], "verify.py").is_file()
+        sys.exit(0 if answer == "done" and in_task_dir and Path("input.txt").read_text() == "data" else 1)
+    """
+    task = make_task("env-check", verify=textwrap.dedent(verify), workspace="files")
+    (task / "files").mkdir()
+    (task / "files" / "input.txt").write_text("data")
+
+    outcome = _rollout(rollout_config(), task, proxy.url, tmp_path, adapter=ANSWER_DONE)
+
+    assert (outcome.status, outcome.passed) == (RolloutStatus.OK, True), outcome.verifier_output
+
+
+def test_hanging_harness_times_out_and_leaves_no_process(proxy, rollout_config, make_task, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    hang = PythonHarness(f"""
+        import os, subprocess, time
+        child = subprocess.Popen(["sleep", "120"], process_group=0)  # escapes the harness's group
+        open({str(pids)!r}, "w").write(f"{{os.getpid()}} {{child.pid}}")
+        time.sleep(120)
+    """)
+    task = make_task("hang", time_limit_s=2)
+
+    outcome = _rollout(rollout_config(), task, proxy.url, tmp_path, adapter=hang)
+
+    assert outcome.status is RolloutStatus.TIMEOUT
+    assert "time limit of 2s" in outcome.details
+    assert outcome.reward is None and outcome.harness_exit_code is None
+    assert outcome.duration_s < 2 + 10  # generous margin: shared CI machines stall
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"process {pid} outlived the rollout"
+
+
+def test_harness_exiting_non_zero_is_harness_error(proxy, rollout_config, make_task, tmp_path: Path) -> None:
+    crash = PythonHarness("import sys; print('model said no', file=sys.stderr); sys.exit(3)")
+
+    outcome = _rollout(rollout_config(), make_task("crash"), proxy.url, tmp_path, adapter=crash)
+
+    assert outcome.status is RolloutStatus.HARNESS_ERROR
+    assert outcome.harness_exit_code == 3
+    assert "exited with code 3" in outcome.details and "model said no" in outcome.details
+    assert outcome.reward is None and outcome.passed is None
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [(502, RolloutStatus.INFRA_ERROR), (400, RolloutStatus.HARNESS_ERROR)]
+)
+def test_harness_giving_up_on_a_failing_engine_is_infra_error(
+    fake_openai, rollout_config, tmp_path: Path, status: int, expected: RolloutStatus
+) -> None:
+    (tmp_path / "trajectories").mkdir()
+    fake = fake_openai([Turn(content="never")], fail_status=status, record_dir=tmp_path / "trajectories")
+
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", fake.url, tmp_path)
+
+    assert outcome.status is expected, outcome.details
+    assert outcome.harness_exit_code == 2 and outcome.num_calls == len(fake.requests) >= 1
+    if expected is RolloutStatus.INFRA_ERROR:
+        assert f"failed upstream (last: HTTP {status}" in outcome.details
+
+
+@pytest.mark.parametrize(
+    ("verify", "timeout_s", "expected"),
+    [
+        ("raise RuntimeError('verifier bug')", 10, "verifier crashed"),
+        ("import sys; sys.exit(3)", 10, "exited with code 3"),
+        ("import time; time.sleep(60)", 0.5, "ran past its timeout of 0.5s"),
+        ("print('{\"reward\": NaN}')", 10, "must be a finite number"),
+    ],
+    ids=["exception", "odd-exit-code", "timeout", "nan-reward"],
+)
+def test_broken_verifier_is_verifier_error(
+    proxy, rollout_config, make_task, tmp_path: Path, verify: str, timeout_s: float, expected: str
+) -> None:
+    verifier = {"command": ["python3", "{task_dir}/verify.py"], "timeout_s": timeout_s}
+    task = make_task("bad-verifier", verify=verify, verifier=verifier)
+
+    outcome = _rollout(rollout_config(), task, proxy.url, tmp_path, adapter=ANSWER_DONE)
+
+    assert outcome.status is RolloutStatus.VERIFIER_ERROR
+    assert expected in outcome.details
+    assert outcome.reward is None
+
+
+def test_proxy_down_is_infra_error(rollout_config, make_task, tmp_path: Path) -> None:
+    marker = tmp_path / "harness-ran"
+    harness = PythonHarness(f"open({str(marker)!r}, 'w')")
+
+    outcome = _rollout(
+        rollout_config(), make_task("offline"), f"http://127.0.0.1:{free_port()}", tmp_path,
+        adapter=harness, proxy_wait_s=0.5,
+    )  # fmt: skip
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR
+    assert "recording proxy not reachable" in outcome.details
+    assert not marker.exists()
+    assert (tmp_path / "out" / OUTCOME_FILE).exists()
+
+
+def test_unexpected_runner_error_still_writes_an_outcome(proxy, rollout_config, make_task, tmp_path: Path) -> None:
+    class Broken(PythonHarness):
+        def command(self, run: HarnessRun) -> HarnessCommand:
+            raise RuntimeError("adapter exploded")
+
+    outcome = _rollout(rollout_config(), make_task("broken"), proxy.url, tmp_path, adapter=Broken(""))
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR
+    assert "adapter exploded" in outcome.details
+    written = Outcome.model_validate_json((tmp_path / "out" / OUTCOME_FILE).read_text())
+    assert written.status is RolloutStatus.INFRA_ERROR
+
+
+def test_task_folder_of_another_task_is_infra_error(proxy, rollout_config, tmp_path: Path) -> None:
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", proxy.url, tmp_path, rollout_id="count-lines-s1")
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR
+    assert (outcome.task_id, outcome.sample_index) == ("count-lines", 1)
+    assert "holds task 'write-hello'" in outcome.details
+
+
+def test_missing_trajectory_is_noted(fake_openai, rollout_config, tmp_path: Path) -> None:
+    fake = fake_openai([Turn(content="done")])  # records nothing
+
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", fake.url, tmp_path, adapter=ANSWER_DONE)
+
+    assert outcome.status is RolloutStatus.OK and outcome.num_calls == 0
+    assert "no trajectory file" in outcome.details
+
+
+def test_invalid_trajectory_is_noted(fake_openai, rollout_config, tmp_path: Path) -> None:
+    fake = fake_openai([Turn(content="done")])
+    (tmp_path / "trajectories").mkdir()
+    (tmp_path / "trajectories" / "write-hello-s0.jsonl").write_text("{not json}\n")
+
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", fake.url, tmp_path, adapter=ANSWER_DONE)
+
+    assert outcome.num_calls == 0
+    assert "not valid JSON" in outcome.extra["trajectory_error"]
+    assert "trajectory unreadable" in outcome.details
+
+
+def test_harness_gets_isolated_environment(
+    proxy, rollout_config, make_task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    monkeypatch.setenv(CONFIG_ENV, "name: x")
+    dump = tmp_path / "env.json"
+    harness = PythonHarness(f"""
+        import json, os
+        json.dump({{"env": dict(os.environ), "cwd": os.getcwd(), "files": os.listdir()}}, open({str(dump)!r}, "w"))
+    """)
+    task = make_task("isolated", workspace="files")
+    (task / "files").mkdir()
+    (task / "files" / "data.txt").write_text("x")
+
+    _rollout(rollout_config(), task, proxy.url, tmp_path, adapter=harness)
+
+    seen = json.loads(dump.read_text())
+    env = seen["env"]
+    assert "AWS_SECRET_ACCESS_KEY" not in env and CONFIG_ENV not in env
+    assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://127.0.0.1:9"
+    assert "127.0.0.1" in env["NO_PROXY"].split(",")
+    assert seen["files"] == ["data.txt"]
+    assert not Path(seen["cwd"]).exists(), "the workspace was not cleaned up"
+    assert env["HOME"] != os.environ.get("HOME")
+
+
+def test_rollout_command_writes_outcome(proxy, rollout_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
+    monkeypatch.setenv(CONFIG_ENV, yaml.safe_dump(rollout_config().model_dump(mode="json", exclude_defaults=True)))
+    task_dir = tmp_path / "task"
+    shutil.copytree(EXAMPLES / "write-hello", task_dir)  # the snapshot's folder name need not match
+
+    result = _invoke_rollout(proxy.url, task_dir, tmp_path)
+
+    assert result.exit_code == 0, result.output
+    outcome = Outcome.model_validate_json((tmp_path / "out" / OUTCOME_FILE).read_text())
+    assert outcome.status is RolloutStatus.OK and outcome.num_calls == 1
+    assert "write-hello-s2: ok reward=0" in result.output
+
+
+def test_rollout_command_without_config_records_infra_error(
+    proxy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(CONFIG_ENV, raising=False)
+
+    result = _invoke_rollout(proxy.url, EXAMPLES / "write-hello", tmp_path)
+
+    assert result.exit_code == 1
+    outcome = Outcome.model_validate_json((tmp_path / "out" / OUTCOME_FILE).read_text())
+    assert outcome.status is RolloutStatus.INFRA_ERROR and CONFIG_ENV in outcome.details
+
+
+def _invoke_rollout(proxy_url: str, task_dir: Path, tmp_path: Path):
+    import typer
+    from typer.testing import CliRunner
+
+    from components.rollout.cli import rollout_command
+
+    app = typer.Typer()
+    app.command()(rollout_command)
+    args = [
+        "--iteration", "0", "--rollout-id", "write-hello-s2", "--task-dir", str(task_dir),
+        "--proxy-url", proxy_url, "--trajectory", str(tmp_path / "trajectories" / "write-hello-s2.jsonl"),
+        "--out", str(tmp_path / "out"),
+    ]  # fmt: skip
+    return CliRunner().invoke(app, args)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return not stat[stat.rfind(")") + 2 :].startswith("Z")
+
+
+def test_sigterm_to_the_rollout_step_kills_the_harness(fake_openai, rollout_config, tmp_path: Path) -> None:
+    import subprocess
+    import time
+
+    import psutil
+    import yaml
+
+    from components.core.services import openforge_argv
+
+    fake = fake_openai([Turn(content="late")], delay_s=120)  # the harness waits on its first call
+    env = {**os.environ, CONFIG_ENV: yaml.safe_dump(rollout_config().model_dump(mode="json", exclude_defaults=True))}
+    argv = openforge_argv(
+        "step", "rollout", "--iteration", "0", "--rollout-id", "write-hello-s0",
+        "--task-dir", str(EXAMPLES / "write-hello"), "--proxy-url", fake.url,
+        "--trajectory", str(tmp_path / "t.jsonl"), "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    step = subprocess.Popen(argv, env=env, cwd=Path(__file__).resolve().parents[3])
+    try:
+        deadline = time.monotonic() + 60
+        while not fake.requests and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert fake.requests, "the harness never called the model"
+        harness = psutil.Process(step.pid).children(recursive=True)
+        assert harness
+
+        step.terminate()
+        step.wait(30)
+
+        assert step.returncode == 128 + 15
+        gone, alive = psutil.wait_procs(harness, timeout=5)
+        assert not alive, f"{alive} outlived the rollout step"
+    finally:
+        step.kill()

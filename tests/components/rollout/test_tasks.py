@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.core.storage import LocalStore, put_dir
+from components.rollout.tasks import TaskError, load_task, load_task_set, select_tasks
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("task_set", ["quickstart", "dense"])
+def test_example_task_sets_load(task_set: str) -> None:
+    tasks = load_task_set(REPO / "examples" / "tasks" / task_set)
+    assert len(tasks) >= 3
+    assert [t.id for t in tasks] == sorted(t.id for t in tasks)
+    for task in tasks:
+        assert (task.task_dir / "verify.py").is_file()
+
+
+def test_missing_verifier_names_file_field_and_fix(make_task) -> None:
+    task_dir = make_task("no-verifier", verifier=None)
+    with pytest.raises(TaskError) as err:
+        load_task(task_dir)
+    message = str(err.value)
+    assert str(task_dir / "task.yaml") in message
+    assert "verifier: required field is missing" in message
+    assert "add verifier:" in message
+
+
+def test_missing_workspace_folder_is_reported(make_task) -> None:
+    task_dir = make_task("no-workspace", workspace="files")
+    with pytest.raises(TaskError, match=r"workspace folder .*files does not exist; create it or remove"):
+        load_task(task_dir)
+
+
+def test_workspace_outside_the_task_folder_is_refused(make_task) -> None:
+    task_dir = make_task("escape", workspace="..")
+    with pytest.raises(TaskError, match="leaves the task folder"):
+        load_task(task_dir)
+
+
+def test_misspelled_field_is_refused(make_task) -> None:
+    task_dir = make_task("typo", time_limit=5)
+    with pytest.raises(TaskError, match="time_limit: unknown field"):
+        load_task(task_dir)
+
+
+def test_empty_verifier_command_gets_a_fix(make_task) -> None:
+    task_dir = make_task("empty-cmd", verifier={"command": []})
+    with pytest.raises(TaskError, match=r"verifier.command: .*set verifier.command to a non-empty list"):
+        load_task(task_dir)
+
+
+def test_id_must_equal_the_folder_name(make_task) -> None:
+    task_dir = make_task("folder-name", id="other-name")
+    with pytest.raises(TaskError, match="differs from the folder name 'folder-name'"):
+        load_task(task_dir)
+
+
+def test_bad_task_id_is_refused(make_task) -> None:
+    task_dir = make_task("Bad_Id")
+    with pytest.raises(TaskError, match="is not allowed: use lower-case letters"):
+        load_task(task_dir)
+
+
+def test_missing_task_file_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "tasks" / "empty").mkdir(parents=True)
+    with pytest.raises(TaskError, match=r"empty/task.yaml: no task file"):
+        load_task_set(tmp_path / "tasks")
+
+
+def test_missing_task_set_folder_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="no such folder; set tasks.source"):
+        load_task_set(tmp_path / "nowhere")
+
+
+def test_task_set_without_tasks_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TaskError, match="no task folders found"):
+        load_task_set(tmp_path)
+
+
+def test_verifier_placeholders_are_filled_literally(make_task, tmp_path: Path) -> None:
+    command = ["python3", "{task_dir}/verify.py", "--in", "{workspace}", '{"reward": 1}']
+    task = load_task(make_task("placeholders", verifier={"command": command}))
+    argv = task.verifier_argv(tmp_path / "ws")
+    assert argv == ["python3", f"{task.task_dir}/verify.py", "--in", str(tmp_path / "ws"), '{"reward": 1}']
+
+
+def test_task_set_loads_through_a_store(tmp_path: Path, make_task) -> None:
+    make_task("alpha", workspace="files")
+    (tmp_path / "tasks" / "alpha" / "files").mkdir()
+    (tmp_path / "tasks" / "alpha" / "files" / "data.txt").write_text("x")
+    make_task("beta")
+    store = LocalStore(tmp_path / "bucket" / "task-set")
+    put_dir(store, "alpha", tmp_path / "tasks" / "alpha")
+    put_dir(store, "beta", tmp_path / "tasks" / "beta")
+
+    tasks = load_task_set("s3://ignored/prefix", store=store, cache_dir=tmp_path / "cache")
+
+    assert [t.id for t in tasks] == ["alpha", "beta"]
+    assert (tasks[0].workspace_dir / "data.txt").read_text() == "x"
+    assert tasks[0].task_dir.is_relative_to(tmp_path / "cache")
+
+
+def test_task_set_loads_from_s3(tmp_path: Path, make_task, monkeypatch: pytest.MonkeyPatch) -> None:
+    moto = pytest.importorskip("moto")
+    import boto3
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    make_task("gamma")
+    with moto.mock_aws():
+        boto3.client("s3").create_bucket(Bucket="tasks")
+        from components.core.storage import open_store
+
+        put_dir(open_store("s3://tasks/sets/demo"), "gamma", tmp_path / "tasks" / "gamma")
+        tasks = load_task_set("s3://tasks/sets/demo", cache_dir=tmp_path / "cache")
+    assert [t.id for t in tasks] == ["gamma"]
+    assert tasks[0].prompt == "do gamma"
+
+
+def test_selection_is_seeded_by_seed_and_iteration(make_task, tmp_path: Path) -> None:
+    for i in range(8):
+        make_task(f"t{i}")
+    tasks = load_task_set(tmp_path / "tasks")
+
+    first = [t.id for t in select_tasks(tasks, 3, seed=1, iteration=0)]
+    assert first == [t.id for t in select_tasks(tasks, 3, seed=1, iteration=0)]
+    assert len(first) == 3 and first == sorted(first)
+    others = {tuple(t.id for t in select_tasks(tasks, 3, seed=1, iteration=k)) for k in range(1, 6)}
+    assert others - {tuple(first)}, "every iteration picked the same tasks"
+    assert [t.id for t in select_tasks(tasks, None, seed=1, iteration=0)] == [t.id for t in tasks]
+    assert len(select_tasks(tasks, 20, seed=1, iteration=0)) == 8

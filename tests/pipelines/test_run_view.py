@@ -1,0 +1,57 @@
+"""The user's view: rollout counts from node events, and the summary table."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from rich.console import Console
+
+from pipelines.executor import NodeEvent, NodePhase
+from pipelines.run_view import RunView, summary_table
+
+
+def _render(view_or_table, console: Console, out: io.StringIO) -> str:
+    console.print(view_or_table)
+    return out.getvalue()
+
+
+def _outcome(tmp_path: Path, name: str, status: str) -> dict[str, Path]:
+    path = tmp_path / name / "outcome.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"status": status}))
+    return {"outcome": path}
+
+
+def test_rollouts_count_recorded_agent_failures_as_failed(tmp_path: Path) -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=160)
+    view = RunView(console)
+    view.start_iteration(0)
+    events = [
+        NodeEvent("prepare", "prepare", NodePhase.SUCCEEDED),
+        NodeEvent("rollout", "rollout", NodePhase.RUNNING, fan_out=4),
+        *(NodeEvent("rollout", f"rollout({i})", NodePhase.RUNNING) for i in range(3)),
+        NodeEvent("rollout", "rollout(0)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "a", "ok")),
+        NodeEvent("rollout", "rollout(1)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "b", "harness_error")),
+        NodeEvent("rollout", "rollout(3)", NodePhase.SKIPPED, "outputs already in the store"),
+    ]
+    for event in events:
+        view.observe(event)
+    text = _render(view.progress, console, out)
+    assert "ok 1 · failed 1 · running 1 · resumed 1" in text
+    assert "3/4" in text
+
+
+def test_summary_table_shows_each_iteration_with_failed_rollouts_summed() -> None:
+    logged = {
+        0: {"reward/mean": 0.25, "pass_at_1": 0.5, "pass_at_k": 0.75, "rollouts/ok": 6, "rollouts/timeout": 1,
+            "rollouts/harness_error": 1, "rollouts/usable": 7, "train/loss": 0.125, "time/iteration_s": 61},
+        1: {"reward/mean": 0.5},
+    }  # fmt: skip
+    out = io.StringIO()
+    text = _render(summary_table(logged, 4, {1: 30.0}), Console(file=out, width=160), out)
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert [cell.strip() for cell in rows[0].split("│")[1:-1]] == ["0", "0.250", "0.500", "0.750", "6", "2", "0.1250", "61s"]
+    assert [cell.strip() for cell in rows[1].split("│")[1:-1]] == ["1", "0.500", "-", "-", "-", "0", "-", "30s"]
