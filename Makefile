@@ -27,7 +27,7 @@ test: $(INSTALLED)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 run: $(INSTALLED)
-	$(BIN)/openforge quickstart
+	$(BIN)/openforge run examples/quickstart.yaml
 
 clean:
 	rm -rf .openforge .pytest_cache

@@ -6,8 +6,6 @@ inside the command body, so ``openforge --help`` answers at once.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import typer
 
 from components.engine.cli import engine_app, model_app, serve_step_command
@@ -41,16 +39,6 @@ step_app.command("score")(score_command)
 step_app.command("train")(train_command)
 step_app.command("commit")(commit_command)
 app.add_typer(step_app, name="step")
-
-
-@app.command("quickstart")
-def quickstart(
-    workdir: Path = typer.Option(Path(".openforge"), help="Where the model, logs and trajectories go."),
-) -> None:
-    """Serve the tiny model behind the recording proxy and record one call."""
-    from pipelines.quickstart import print_summary, run_quickstart
-
-    print_summary(run_quickstart(workdir))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""Session-wide fixtures: the tiny model and dev engines running in subprocesses."""
+"""Session-wide fixtures: the tiny model, dev engines in subprocesses, S3 on loopback, MLflow."""
 
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,11 @@ from typing import Any
 import pytest
 from tests._servers import EngineServer, start_dev_engine
 
+from components.core.services import free_port
+from components.core.storage import ArtifactStore, open_store
 from components.engine import init_tiny_model
+
+BUCKET = "openforge-test"
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +56,47 @@ def make_dev_engine(
 def dev_engine(make_dev_engine: Callable[..., EngineServer]) -> EngineServer:
     """A dev engine serving the tiny model freely (no script)."""
     return make_dev_engine()
+
+
+@pytest.fixture
+def s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A moto S3 server on a free loopback port, with dummy credentials and one bucket."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        # moto keeps its buckets in process-wide state: start each test from an empty server.
+        urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"), timeout=10)
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=BUCKET)
+        yield endpoint
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["file", "s3"])
+def storage_settings(request: pytest.FixtureRequest, tmp_path) -> dict[str, str | None]:
+    """`storage:` settings of a config: a file:// folder, then an s3:// prefix on moto."""
+    if request.param == "file":
+        return {"uri": f"file://{tmp_path / 'store'}", "endpoint_url": None}
+    return {"uri": f"s3://{BUCKET}/runs", "endpoint_url": request.getfixturevalue("s3_endpoint")}
+
+
+@pytest.fixture
+def any_store(storage_settings: dict[str, str | None]) -> ArtifactStore:
+    """The same test against a file:// store and an s3:// store (moto)."""
+    return open_store(storage_settings["uri"], storage_settings["endpoint_url"])
+
+
+@pytest.fixture(scope="session")
+def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One MLflow sqlite store per session: creating its tables takes seconds."""
+    return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"

@@ -2,44 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from components.core.services import free_port
 from components.core.storage import RunLayout, StorageError, get_dir, open_store, put_dir
 
 
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture(params=["file", "s3"])
-def store(request, tmp_path: Path, monkeypatch):
-    if request.param == "file":
-        return open_store(f"file://{tmp_path}/runs")
-    endpoint = request.getfixturevalue("s3_endpoint")
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "test",
-        "AWS_SECRET_ACCESS_KEY": "test",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    import boto3
-
-    bucket = f"b{free_port()}"
-    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
-    return open_store(f"s3://{bucket}/runs", endpoint_url=endpoint)
+@pytest.fixture
+def store(any_store):
+    return any_store
 
 
 def test_put_get_exists_list(store) -> None:
