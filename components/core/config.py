@@ -13,6 +13,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from components.core.validation import describe_errors
+
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -136,16 +138,8 @@ class ConfigError(ValueError):
 
 
 def _format(path: Path, exc: ValidationError) -> str:
-    lines = [f"{path}: invalid experiment config"]
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "<top level>"
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (misspelled? see components/core/config.py for the fields)"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        lines.append(f"  {field}: {msg}")
-    return "\n".join(lines)
+    problems = describe_errors(exc, "misspelled? see components/core/config.py for the fields")
+    return "\n".join([f"{path}: invalid experiment config", *(f"  {field}: {msg}" for field, msg in problems)])
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

@@ -13,6 +13,8 @@ from typing import Any, Iterator, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from components.core.validation import join_errors
+
 # Bump the major part for changes a reader of the previous version would misread
 # (renamed or re-typed fields); the minor part for added optional fields.
 SCHEMA_VERSION = "1.0"
@@ -97,9 +99,7 @@ def _parse_line(path: Path, lineno: int, raw: bytes) -> RecordedCall:
     try:
         return RecordedCall.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<record>'}: {err['msg']}" for err in exc.errors()
-        )
+        problems = join_errors(exc)
         raise TrajectoryError(f"{path}:{lineno}: invalid record ({problems})") from None
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from components.core.validation import join_errors
+
 
 class ScriptedToolCall(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -66,9 +68,7 @@ def load_script(path: str | Path) -> Script:
     try:
         return Script.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
-        )
+        problems = join_errors(exc)
         raise ScriptError(
             f'script {path} is invalid ({problems}); expected {{"turns": [{{"content": "...", '
             '"tool_calls": [{"name": "...", "arguments": {...}}]}]}'

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from components.core.storage import ArtifactStore, open_store
+from components.core.validation import describe_errors
 
 TASK_FILE = "task.yaml"
 TASK_ID_RULE = "lower-case letters, digits and '-', starting with a letter or digit, at most 48 characters"
@@ -123,14 +124,7 @@ def _check_workspace(path: Path, task: Task) -> None:
 
 def _format_errors(path: Path, exc: ValidationError) -> str:
     lines = [f"{path}: invalid task"]
-    for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "<top level>"
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field (misspelled? fields: id, prompt, time_limit_s, workspace, verifier)"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
+    for field, msg in describe_errors(exc, "misspelled? fields: id, prompt, time_limit_s, workspace, verifier"):
         fix = _FIELD_FIXES.get(field)
         lines.append(f"  {field}: {msg}" + (f"; {fix}" if fix else ""))
     return "\n".join(lines)
