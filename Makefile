@@ -8,12 +8,14 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test run bench-proxy clean help
+.PHONY: install test run bench-proxy bench-learning bench-overhead clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
 	@echo "make test         set up and run the whole test suite"
-	@echo "make bench-proxy  benchmark the recording proxy (docs/benchmarks.md)"
+	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
+	@echo "make bench-learning  mean reward across iterations on a dense task set"
+	@echo "make bench-overhead  orchestration share of iteration time, rollouts/min"
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,5 +31,21 @@ test: $(INSTALLED)
 run: $(INSTALLED)
 	$(BIN)/openforge run examples/quickstart.yaml
 
+# LiteLLM (the comparison in bench-proxy) lives in its own venv so it cannot disturb ours.
+LITELLM_VENV ?= .venv-litellm
+$(LITELLM_VENV)/.installed: benchmarks/proxy/litellm-requirements.txt
+	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+
+bench-proxy: $(INSTALLED) $(LITELLM_VENV)/.installed
+	$(BIN)/python benchmarks/bench_proxy.py
+
+bench-learning: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_learning.py
+
+bench-overhead: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_overhead.py
+
 clean:
-	rm -rf .openforge .pytest_cache
+	rm -rf .openforge .pytest_cache .bench
