@@ -8,12 +8,14 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test run bench-proxy clean help
+.PHONY: install test run bench-proxy bench-learning bench-overhead clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
 	@echo "make test         set up and run the whole test suite"
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
+	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
+	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +40,12 @@ $(LITELLM_VENV)/.installed: benchmarks/proxy/litellm-requirements.txt
 
 bench-proxy: $(INSTALLED) $(LITELLM_VENV)/.installed
 	$(BIN)/python benchmarks/bench_proxy.py
+
+bench-learning: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_learning.py
+
+bench-overhead: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_overhead.py
 
 clean:
 	rm -rf .openforge .pytest_cache .bench

@@ -21,7 +21,7 @@ RANDOM_ANSWER = (
     "Ot oranmite shiposOsesfienasokuTeTe se hirinotucialNo yieldfaendiarma ad mustabubrros setanraasipic "
     "seem_at youZ downfierlo vohaisnaici riasholestspogovaill.defbevithetal rias grtewazo together deeplobupa"
 )
-REPETITIVE_ANSWER = "anumi " * 30
+VOWEL_RICH_ANSWER = "aurea oiseau queue " * 10
 
 
 def _judge(task: Task, tmp_path: Path, answer: str, files: dict[str, str] | None = None) -> tuple[bool, float]:
@@ -58,14 +58,14 @@ def test_quickstart_verifiers_tell_right_from_wrong(task_id: str, right: str, fi
 
 
 @pytest.mark.parametrize("task_id", [p.name for p in sorted(DENSE.iterdir())])
-def test_dense_rewards_rise_from_random_text_to_repetition(task_id: str, tmp_path: Path) -> None:
+def test_dense_rewards_rise_from_random_text_to_vowel_rich_text(task_id: str, tmp_path: Path) -> None:
     task = load_task(DENSE / task_id)
     random_passed, random_reward = _judge(task, tmp_path / "random", RANDOM_ANSWER)
-    loop_passed, loop_reward = _judge(task, tmp_path / "loop", REPETITIVE_ANSWER)
+    vowels_passed, vowels_reward = _judge(task, tmp_path / "vowels", VOWEL_RICH_ANSWER)
     _, empty_reward = _judge(task, tmp_path / "empty", "")
 
-    assert 0.0 <= random_reward < 0.4 < 0.8 < loop_reward <= 1.0
-    assert (random_passed, loop_passed) == (False, True)
+    assert 0.0 <= random_reward < 0.45 < 0.6 < vowels_reward <= 1.0
+    assert (random_passed, vowels_passed) == (False, True)
     assert empty_reward == 0.0
 
 

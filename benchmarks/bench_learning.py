@@ -1,0 +1,241 @@
+"""Show the pipeline learning: run examples/learning.yaml and report the reward curve.
+
+    .venv/bin/python benchmarks/bench_learning.py             # the `bench-learning` make target
+    .venv/bin/python benchmarks/bench_learning.py --no-doc    # same run, docs untouched
+
+Runs every iteration of the config (fixed seed) through ``run_experiment`` into a fresh
+store under .bench/learning/, reads each iteration's rewards back from the store
+(``rewards.json`` per rollout, ``metrics.json`` for the train figures), prints the curve,
+saves a plot, and rewrites the "Learning" section of docs/benchmarks.md. Exits 1 when the
+mean reward does not rise clearly (see ``CLEAR_GAIN`` and ``CLEAR_SIGMAS``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, write_section
+from components.core.config import ExperimentConfig
+from components.core.metrics import read_metrics
+from components.core.storage import ArtifactStore, RunLayout, open_store
+
+SECTION = "Learning"
+CONFIG = REPO / "examples" / "learning.yaml"
+FIGURE = REPO / "docs" / "figures" / "learning-curve.png"
+# A clear rise: the mean reward of the last iterations beats that of the first ones by at
+# least CLEAR_GAIN (absolute) and by at least CLEAR_SIGMAS standard errors of the difference.
+CLEAR_GAIN = 0.10
+CLEAR_SIGMAS = 3.0
+
+
+@dataclass(frozen=True)
+class IterationPoint:
+    iteration: int
+    rewards: list[float]  # one per usable rollout
+    by_task: dict[str, float]  # mean reward per task
+    train: dict[str, float]  # train/* metrics of this iteration's update
+    seconds: float | None
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.rewards) if self.rewards else math.nan
+
+    @property
+    def stderr(self) -> float:
+        return statistics.stdev(self.rewards) / math.sqrt(len(self.rewards)) if len(self.rewards) > 1 else math.nan
+
+
+@dataclass(frozen=True)
+class Verdict:
+    first: float  # mean reward over the first `window` iterations' rollouts
+    last: float
+    gain: float
+    sigmas: float  # gain / standard error of the difference
+    window: int
+
+    @property
+    def clear(self) -> bool:
+        return self.gain >= CLEAR_GAIN and self.sigmas >= CLEAR_SIGMAS
+
+    def text(self) -> str:
+        mark = "PASS" if self.clear else "FAIL"
+        span = "iteration" if self.window == 1 else f"{self.window} iterations"
+        return (
+            f"**{mark}** mean reward rises clearly (last {span} vs first {span}: gain >= {CLEAR_GAIN:.2f} "
+            f"and >= {CLEAR_SIGMAS:.0f} standard errors): {self.first:.3f} -> {self.last:.3f}, "
+            f"gain {self.gain:+.3f} = {self.sigmas:.1f} standard errors"
+        )
+
+
+def read_curve(store: ArtifactStore, name: str, logged: dict[int, dict[str, float]]) -> list[IterationPoint]:
+    """Each iteration's rewards (from the store) and iteration time (from the MLflow metrics)."""
+    layout = RunLayout(name)
+    points = []
+    for iteration in sorted(logged):
+        records = [r for r in json.loads(store.get_bytes(layout.rewards(iteration)))["records"] if r["usable"]]
+        tasks: dict[str, list[float]] = {}
+        for record in records:
+            tasks.setdefault(record["task_id"], []).append(record["reward"])
+        metrics = read_metrics(store, layout.metrics(iteration))
+        points.append(
+            IterationPoint(
+                iteration=iteration,
+                rewards=[r["reward"] for r in records],
+                by_task={task: statistics.fmean(values) for task, values in sorted(tasks.items())},
+                train={k: v for k, v in metrics.items() if k.startswith("train/")},
+                seconds=logged[iteration].get("time/iteration_s"),
+            )
+        )
+    return points
+
+
+def judge(points: list[IterationPoint]) -> Verdict:
+    """Compare the first and the last quarter of the run (rounded, at least one iteration each)."""
+    window = max(1, round(len(points) / 4))
+    first = [r for p in points[:window] for r in p.rewards]
+    last = [r for p in points[-window:] for r in p.rewards]
+    gain = statistics.fmean(last) - statistics.fmean(first)
+    spread = math.sqrt(statistics.variance(first) / len(first) + statistics.variance(last) / len(last))
+    sigmas = gain / spread if spread > 0 else (math.inf if gain > 0 else 0.0)
+    return Verdict(statistics.fmean(first), statistics.fmean(last), gain, sigmas, window)
+
+
+def table_markdown(points: list[IterationPoint]) -> list[str]:
+    tasks = sorted({t for p in points for t in p.by_task})
+    head = ["iteration", "reward mean", "± s.e.", *tasks, "train loss", "grad norm", "entropy", "time s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for p in points:
+        cells = [
+            str(p.iteration), f"{p.mean:.3f}", f"{p.stderr:.3f}",
+            *(f"{p.by_task[t]:.3f}" if t in p.by_task else "-" for t in tasks),
+            *(f"{p.train[k]:.4f}" if k in p.train else "-" for k in ("train/loss", "train/grad_norm", "train/entropy")),
+            f"{p.seconds:.0f}" if p.seconds is not None else "-",
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def save_plot(points: list[IterationPoint], path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.5, 3.8))
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    steps = [p.iteration for p in points]
+    for task in sorted({t for p in points for t in p.by_task}):
+        axes.plot(steps, [p.by_task.get(task, math.nan) for p in points], alpha=0.45, linewidth=1, label=task)
+    axes.errorbar(steps, [p.mean for p in points], yerr=[p.stderr for p in points], color="black",
+                  marker="o", linewidth=2, capsize=3, label="mean (± s.e.)")  # fmt: skip
+    axes.set_xlabel("iteration")
+    axes.set_ylabel("reward")
+    axes.set_title("Mean reward by iteration (examples/learning.yaml)")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+
+
+def _setup_text(config: ExperimentConfig) -> str:
+    a, r, h = config.algorithm, config.rollout, config.harness
+    return (
+        f"Config: `examples/learning.yaml`: tasks `{config.tasks.source}` (dense rewards), seed {config.seed}, "
+        f"{config.iterations} iterations, {r.samples_per_task} samples per task, concurrency {r.concurrency}, "
+        f"harness `{h.name}` with {h.max_turns} model call(s) of at most {h.max_tokens} tokens, GRPO "
+        f"learning rate {a.learning_rate:g}, {a.epochs} epoch(s), micro batch {a.micro_batch_size}, "
+        f"loss aggregation {a.loss_agg_mode}, the tiny random-init CPU model (dev engine)."
+    )
+
+
+_WHY_VOWELS = (
+    "Why vowels: the reward (share of vowels in the answer) moves only if the policy learns from it. "
+    "Rewards for repetition, which the set held before, also rise when the policy merely collapses onto a "
+    "few tokens: in an in-process simulation with this trainer, shuffling the rewards within each iteration "
+    "left the vowel reward flat (0.33-0.47 after 6-7 iterations, 3 sampling seeds) while the true rewards "
+    "raised it to 0.57-0.67 (5 of 5 seeds); shuffled rewards raised the repetition rewards as well. "
+    "`examples/learning.yaml` says more. The engine samples without a fixed seed, so two runs differ in detail."
+)
+
+
+def section_markdown(command: str, date: str, machine: str, setup: str, points: list[IterationPoint],
+                     verdict: Verdict, wall_s: float, figure: Path,
+                     load: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> str:  # fmt: skip
+    relative = os.path.relpath(figure, DOC.parent)
+    load_text = ""
+    if load is not None:
+        before, after = (", ".join(f"{v:.1f}" for v in values) for values in load)
+        load_text = f"; load average (1, 5, 15 min) {before} before the run, {after} after"
+    lines = [
+        f"## {SECTION}",
+        "",
+        f"Command: `{command}` (the `bench-learning` make target). Date: {date}. Machine: {machine}{load_text}.",
+        "",
+        setup,
+        "",
+        _WHY_VOWELS,
+        "",
+        f"Wall time of the whole run (`run_experiment`: every iteration, MLflow set-up, summary): {wall_s:.0f} s.",
+        "",
+        *table_markdown(points),
+        "",
+        "*reward mean* = mean verifier reward over the iteration's usable rollouts (read back from each "
+        "iteration's `rewards.json` in the store); *± s.e.* its standard error; one column per task; "
+        "*train loss*, *grad norm*, *entropy* = the update made after that iteration's rollouts "
+        "(`metrics.json`); *time* = the iteration's wall time (`time/iteration_s` in MLflow).",
+        "",
+        f"![Mean reward by iteration]({relative})",
+        "",
+        f"- {verdict.text()}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run(config_path: Path, workdir: Path, doc: bool) -> int:
+    from benchmarks.pipeline_runs import bench_config, run_fresh
+
+    os.chdir(REPO)  # the config's relative task folder resolves from the repository
+    date, load_before = now_text(), os.getloadavg()
+    config = bench_config(config_path, workdir)
+    finished = run_fresh(config, workdir)
+    load = (load_before, os.getloadavg())
+    store = open_store(config.storage.uri)
+    points = read_curve(store, config.name, finished.logged)
+    verdict = judge(points)
+    print("\n".join(table_markdown(points)))
+    print(f"wall time {finished.wall_s:.0f} s")
+    print(verdict.text().replace("**", ""))
+    if doc:
+        save_plot(points, FIGURE)
+        command = ".venv/bin/python benchmarks/bench_learning.py"
+        if config_path != CONFIG:
+            command += f" --config {os.path.relpath(config_path, REPO)}"
+        section = section_markdown(command, date, machine_summary(), _setup_text(config), points, verdict,
+                                   finished.wall_s, FIGURE, load)  # fmt: skip
+        write_section(SECTION, section)
+        print(f"wrote the {SECTION!r} section of {DOC} and {FIGURE}")
+    return 0 if verdict.clear else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=CONFIG, help="experiment config (default: examples/learning.yaml)")
+    parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "learning",
+                        help="store, MLflow database and executor folders; emptied first (default: .bench/learning)")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md or the figure")
+    args = parser.parse_args()
+    sys.exit(run(args.config.resolve(), args.workdir.resolve(), doc=not args.no_doc))
+
+
+if __name__ == "__main__":
+    main()

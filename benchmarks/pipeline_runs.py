@@ -1,0 +1,62 @@
+"""Run an experiment for a benchmark: its own store, tracking and executor folders under .bench/.
+
+A benchmark never writes into the user's .openforge/: the config's storage and tracking
+URIs are pointed into the benchmark's folder, which starts empty on every run.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from components.core.config import ExperimentConfig, load_config
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    config: ExperimentConfig
+    root: Path
+    logged: dict[int, dict[str, float]]  # MLflow metrics by iteration, as run_experiment returns them
+    wall_s: float  # the whole run_experiment call: tracker set-up, every iteration, the summary
+
+
+def with_overrides(config: ExperimentConfig, overrides: Mapping[str, Any]) -> ExperimentConfig:
+    """``config`` with dotted fields replaced (``{"rollout.concurrency": 32}``), validated again."""
+    data = config.model_dump(mode="json")
+    for dotted, value in overrides.items():
+        *parents, leaf = dotted.split(".")
+        node = data
+        for part in parents:
+            node = node[part]
+        if leaf not in node:
+            raise KeyError(f"override {dotted!r}: the config has no such field")
+        node[leaf] = value
+    return ExperimentConfig.model_validate(data)
+
+
+def bench_config(path: Path, root: Path, overrides: Mapping[str, Any] | None = None) -> ExperimentConfig:
+    """The config at ``path`` with its store and MLflow database inside ``root``."""
+    overrides = {
+        "storage.uri": (root / "runs").resolve().as_uri(),
+        "storage.endpoint_url": None,
+        "tracking.uri": f"sqlite:///{(root / 'mlflow.db').resolve()}",
+        **(overrides or {}),
+    }
+    return with_overrides(load_config(path), overrides)
+
+
+def run_fresh(config: ExperimentConfig, root: Path, console: Console | None = None) -> FinishedRun:
+    """Empty ``root``, then run every iteration of ``config`` through ``run_experiment``."""
+    from pipelines.run import run_experiment
+
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    started = time.monotonic()
+    logged = run_experiment(config, console=console, workdir=root)  # it adds executor/<name>/ itself
+    return FinishedRun(config=config, root=root, logged=logged, wall_s=time.monotonic() - started)
