@@ -17,7 +17,7 @@ from components.core.validation import join_errors
 
 # Bump the major part for changes a reader of the previous version would misread
 # (renamed or re-typed fields); the minor part for added optional fields.
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 _SUPPORTED_MAJOR = "1"
 
 Api = Literal["chat.completions", "completions", "responses", "anthropic.messages"]
@@ -35,6 +35,23 @@ class Sampling(BaseModel):
     stop: list[str] | None = None
     overridden: bool = Field(
         False, description="True when the proxy replaced the harness's settings (training mode)."
+    )
+
+
+class Translation(BaseModel):
+    """How a request in another API became the engine's chat request (schema 1.1)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    upstream_request: dict[str, Any] = Field(description="The chat-completions body sent to the engine.")
+    dropped: list[str] = Field(
+        default_factory=list, description="Parts of the request the engine cannot take, removed (tools, images, ...)."
+    )
+    ignored: list[str] = Field(
+        default_factory=list, description="Fields accepted but not acted on (thinking, cache_control, store, ...)."
+    )
+    mapped: list[str] = Field(
+        default_factory=list, description="Parts rewritten into something the chat template accepts (roles, ...)."
     )
 
 
@@ -65,6 +82,9 @@ class RecordedCall(BaseModel):
     latency_ms: float = Field(ge=0)
     upstream_status: int = Field(description="HTTP status of the upstream (0 if it was unreachable).")
     error: str | None = Field(None, description="What went wrong, when the call did not succeed.")
+    translation: Translation | None = Field(
+        None, description="For APIs other than chat completions: what the engine was sent instead (1.1)."
+    )
 
     @model_validator(mode="after")
     def _check_consistency(self) -> "RecordedCall":
@@ -97,10 +117,29 @@ def _parse_line(path: Path, lineno: int, raw: bytes) -> RecordedCall:
     except orjson.JSONDecodeError as exc:
         raise TrajectoryError(f"{path}:{lineno}: not valid JSON ({exc})") from None
     try:
-        return RecordedCall.model_validate(data)
+        return RecordedCall.model_validate(_known_fields(data))
     except ValidationError as exc:
         problems = join_errors(exc)
         raise TrajectoryError(f"{path}:{lineno}: invalid record ({problems})") from None
+
+
+def _known_fields(data: Any) -> Any:
+    """A record of a newer minor version without the fields this reader does not know.
+
+    Minor versions only add optional fields, so dropping them loses nothing this reader
+    can use; within known versions unknown fields are still refused (they are typos).
+    """
+    if not isinstance(data, dict) or not _newer_minor(data.get("schema_version")):
+        return data
+    return {key: value for key, value in data.items() if key in RecordedCall.model_fields}
+
+
+def _newer_minor(version: Any) -> bool:
+    if not isinstance(version, str):
+        return False
+    major, _, minor = version.partition(".")
+    ours = SCHEMA_VERSION.split(".")
+    return major == ours[0] and minor.isdigit() and int(minor) > int(ours[1])
 
 
 def read_session(path: str | Path) -> list[RecordedCall]:

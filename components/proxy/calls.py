@@ -9,6 +9,7 @@ Every call that reached the upstream is recorded, failures included.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import logging
 import time
@@ -20,6 +21,7 @@ import orjson
 from aiohttp import web
 
 from components.core.trajectory import SCHEMA_VERSION
+from components.proxy.call_tags import Attempt, CallTagger
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
 from components.proxy.recorder import Recorder, RecordingError
@@ -47,6 +49,9 @@ class _Call:
     sampling: dict[str, Any]
     started_at: float
     t0: float
+    digest: str
+    attempt: Attempt  # side-call and retry tags
+    translation: dict[str, Any] | None  # what the engine got instead of a non-chat request
 
     def record(
         self,
@@ -74,12 +79,13 @@ class _Call:
             "completion_logprobs": completion.completion_logprobs,
             "finish_reason": completion.finish_reason,
             "sampling": self.sampling,
-            "tags": {},
-            "request_digest": hashlib.sha256(orjson.dumps(self.request, option=orjson.OPT_SORT_KEYS)).hexdigest(),
+            "tags": self.attempt.tags(),
+            "request_digest": self.digest,
             "started_at": self.started_at,
             "latency_ms": (time.perf_counter() - self.t0) * 1000.0,
             "upstream_status": upstream_status,
             "error": error,
+            "translation": self.translation,
         }
 
 
@@ -90,6 +96,7 @@ class CallHandler:
         self._config = config
         self._upstream = upstream
         self._recorder = recorder
+        self._tagger = CallTagger()
 
     async def handle(self, request: web.Request, surface: Surface) -> web.StreamResponse:
         started_at, t0 = time.time(), time.perf_counter()
@@ -116,13 +123,19 @@ class CallHandler:
             raise bad_request(f"request body is not valid JSON: {exc}") from None
         parsed = surface.parse(body)
         stream = surface.is_stream(parsed)
-        chat_request = surface.to_upstream(parsed)
+        chat_request, notes = surface.to_upstream(parsed)
         models = await self._upstream.models()  # also keeps the policy version fresh
         model = self._config.served_model or (models.first_id if models is not None else None)
         upstream_body, sampling = prepare_upstream_body(
             chat_request, model=model, training=self._config.training, stream=stream
         )
-        call = _Call(session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0)
+        digest = hashlib.sha256(orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)).hexdigest()
+        attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers)
+        translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
+        call = _Call(
+            session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0,
+            digest, attempt, translation,
+        )  # fmt: skip
         return call, orjson.dumps(upstream_body)
 
     async def _complete(self, surface: Surface, call: _Call, upstream_body: bytes) -> web.Response:
@@ -274,7 +287,7 @@ class CallHandler:
             upstream_status=status,
             error=error,
         )
-        self._recorder.write(call.session_id, record)
+        call.attempt.recorded(self._recorder.write(call.session_id, record))
         if self._recorder.fsync_each:
             await self._recorder.sync([call.session_id])
 

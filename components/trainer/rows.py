@@ -70,7 +70,7 @@ def _trainable(calls: Sequence[RecordedCall], counts: MergeCounts) -> list[Recor
     for call in calls:
         if call.tags.get("side_call") or not call.ok:
             continue
-        if call.call_index in replaced:
+        if call.call_index in replaced or "superseded_by" in call.tags:
             counts.superseded += 1
             continue
         kept.append(call)

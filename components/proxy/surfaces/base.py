@@ -8,9 +8,19 @@ call pipeline (``calls.py``) does everything else: sessions, upstream I/O, recor
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from components.proxy.errors import ProxyError
+
+
+@dataclass
+class TranslationNotes:
+    """What a surface changed to make its request an engine chat request (kept in the record)."""
+
+    dropped: list[str] = field(default_factory=list)  # removed: the engine cannot take it
+    ignored: list[str] = field(default_factory=list)  # accepted, not acted on
+    mapped: list[str] = field(default_factory=list)  # rewritten for the chat template
 
 
 class StreamTranslator(Protocol):
@@ -37,8 +47,9 @@ class Surface(Protocol):
 
     def is_stream(self, request: dict[str, Any]) -> bool: ...
 
-    def to_upstream(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The engine chat request (before the proxy adds token ids, logprobs, sampling)."""
+    def to_upstream(self, request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes | None]:
+        """The engine chat request (before the proxy adds token ids, logprobs, sampling), and
+        notes on the translation; None when the request is chat completions as sent."""
 
     def to_client(self, completion: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
         """The surface's response for an engine chat completion; may modify ``completion``."""

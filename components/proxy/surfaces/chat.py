@@ -70,8 +70,8 @@ class ChatSurface:
     def is_stream(self, request: dict[str, Any]) -> bool:
         return request.get("stream") is True
 
-    def to_upstream(self, request: dict[str, Any]) -> dict[str, Any]:
-        return request
+    def to_upstream(self, request: dict[str, Any]) -> tuple[dict[str, Any], None]:
+        return request, None
 
     def to_client(self, completion: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
         _ClientWants(request).strip(completion)

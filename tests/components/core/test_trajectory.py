@@ -96,3 +96,22 @@ def test_read_sessions_yields_each_file(tmp_path: Path) -> None:
 def test_every_field_is_documented() -> None:
     documented = set(re.findall(r"^\| `([a-z_]+)` \|", DOC.read_text(), flags=re.M))
     assert set(RecordedCall.model_fields) == documented
+
+
+def test_records_of_the_previous_minor_version_still_read(tmp_path: Path) -> None:
+    [call] = read_session(_write(tmp_path / "s1.jsonl", [_record(0, schema_version="1.0")]))
+    assert call.translation is None
+
+
+def test_translation_of_another_api_is_read(tmp_path: Path) -> None:
+    translation = {"upstream_request": {"messages": []}, "dropped": ["tools[1] (web_search)"], "ignored": ["thinking"]}
+    path = _write(tmp_path / "s1.jsonl", [_record(0, api="anthropic.messages", translation=translation)])
+    [call] = read_session(path)
+    assert call.translation.dropped == ["tools[1] (web_search)"] and call.translation.mapped == []
+
+
+def test_fields_of_a_newer_minor_version_are_skipped_but_typos_are_not(tmp_path: Path) -> None:
+    [call] = read_session(_write(tmp_path / "a.jsonl", [_record(0, schema_version="1.9", added_later=1)]))
+    assert call.ok
+    with pytest.raises(TrajectoryError, match="added_later"):
+        read_session(_write(tmp_path / "b.jsonl", [_record(0, added_later=1)]))

@@ -50,13 +50,15 @@ def test_side_calls_failed_calls_and_superseded_calls_are_left_out(call):
         call(2, [1, 2, 3, 9], [], upstream_status=500, error="upstream 500"),
         call(3, [1, 2, 3, 9], [5]),  # answered, but the harness timed out and retried
         call(4, [1, 2, 3, 9], [6], tags={"retry_of": 3}),
+        call(5, [1, 2, 3, 9, 6, 10], [7]),  # a retry that overtook the still-running call 6 ...
+        call(6, [1, 2, 3, 9, 6, 10], [8], tags={"superseded_by": 5}),  # ... recorded after it
     ]
 
     rows, counts = merge_calls("t-s0", calls, temperature=1.0)
 
-    assert counts.superseded == 1
-    assert (counts.continuations, counts.breaks) == (1, 0)
-    assert rows[0].tokens() == [1, 2, 3, 9, 6]
+    assert counts.superseded == 2
+    assert (counts.continuations, counts.breaks) == (2, 0)
+    assert rows[0].tokens() == [1, 2, 3, 9, 6, 10, 7]
 
 
 def test_temperature_mismatch_names_both_values(call):
