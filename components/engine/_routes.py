@@ -111,7 +111,7 @@ class Routes:
         forced = None
         turn = self.script.turn_for(messages) if self.script else None
         if turn is not None:
-            forced = scripted_reply_ids(tokenizer, messages, tools, turn.as_message())
+            forced = scripted_reply_ids(tokenizer, messages, tools, turn.as_message(tools))
         return encode(tokenizer, text, add_special_tokens=req.add_special_tokens), forced
 
     def _sampling(
