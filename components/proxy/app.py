@@ -18,8 +18,8 @@ from components.proxy.surfaces import SURFACES
 from components.proxy.upstream import Upstream, models_list_body
 
 _log = logging.getLogger(__name__)
-_ROUTES_HELP = (
-    "POST /v1/chat/completions, POST /s/<session_id>/v1/chat/completions, GET /v1/models, POST /flush, GET /health"
+_ROUTES_HELP = ", ".join(
+    [f"POST {surface.path} (also under /s/<session_id>)" for surface in SURFACES] + ["GET /v1/models", "POST /flush", "GET /health"]
 )
 
 

@@ -1,8 +1,9 @@
 """API surfaces the proxy serves; each translates to and from the engine's chat completions."""
 
-from components.proxy.surfaces.base import StreamTranslator, Surface
+from components.proxy.surfaces.base import StreamTranslator, Surface, TranslationNotes
 from components.proxy.surfaces.chat import ChatSurface
+from components.proxy.surfaces.messages import MessagesSurface
 
-SURFACES: tuple[Surface, ...] = (ChatSurface(),)
+SURFACES: tuple[Surface, ...] = (ChatSurface(), MessagesSurface())
 
-__all__ = ["SURFACES", "ChatSurface", "StreamTranslator", "Surface"]
+__all__ = ["SURFACES", "ChatSurface", "MessagesSurface", "StreamTranslator", "Surface", "TranslationNotes"]

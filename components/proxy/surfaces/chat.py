@@ -12,6 +12,7 @@ import orjson
 
 from components.proxy.errors import ProxyError, bad_request, openai_error_body
 from components.proxy.sse import DONE, sse_event
+from components.proxy.surfaces._checks import json_type as _json_type
 
 
 class _ClientWants:
@@ -102,7 +103,3 @@ class _ChatStream:
     def end(self) -> bytes:
         return sse_event(DONE)
 
-
-def _json_type(value: Any) -> str:
-    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")

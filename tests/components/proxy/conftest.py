@@ -62,6 +62,7 @@ class FakeEngine:
     url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     fail_status: int | None = None  # answer chat calls with this HTTP error
+    fail_calls: int | None = None  # with fail_status: only this many chat calls fail, then the engine recovers
     hang_s: float = 0.0  # wait this long before answering chat calls
     gate: asyncio.Event | None = None  # pause streams after the first token until set
     released_by_gate: bool | None = None  # whether the paused stream resumed because the gate was set
@@ -82,7 +83,9 @@ class FakeEngine:
         self.requests.append(body)
         if self.hang_s:
             await asyncio.sleep(self.hang_s)
-        if self.fail_status is not None:
+        if self.fail_status is not None and self.fail_calls != 0:
+            if self.fail_calls is not None:
+                self.fail_calls -= 1
             error = {"message": "engine exploded", "type": "InternalServerError", "param": None, "code": self.fail_status}
             return web.json_response({"error": error}, status=self.fail_status)
         if body.get("stream"):
@@ -202,3 +205,32 @@ def make_proxy(loop_thread: LoopThread, tmp_path: Path) -> Iterator[Callable[...
 def fake_proxy(fake_engine: FakeEngine, make_proxy: Callable[..., str]) -> str:
     """A proxy in front of the fake engine, default settings."""
     return make_proxy(fake_engine.url)
+
+
+# The tool round trip the harness-API tests play (Anthropic Messages, OpenAI Responses): the
+# first assistant turn writes a file, the second answers; later turns generate freely.
+TOOL_SCRIPT = {
+    "turns": [
+        {"content": "", "tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "hello"}}]},
+        {"content": "Wrote notes.txt."},
+    ]
+}
+
+
+@pytest.fixture(scope="session")
+def tool_script_engine(make_dev_engine: Callable[..., Any]) -> Any:
+    """A dev engine playing TOOL_SCRIPT (one per test session: an engine start costs seconds)."""
+    return make_dev_engine(script=TOOL_SCRIPT)
+
+
+@pytest.fixture(scope="session")
+def decode_completion(tiny_model_dir: Path) -> Callable[[Any], str]:
+    """The text of a recorded call's completion tokens, its end-of-turn token left out."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+
+    def decode(call: Any) -> str:
+        return tokenizer.decode(call.completion_token_ids, skip_special_tokens=False).removesuffix("<|im_end|>")
+
+    return decode

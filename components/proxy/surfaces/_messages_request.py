@@ -1,0 +1,205 @@
+"""Anthropic Messages request -> engine chat-completions request.
+
+Rules (docs/proxy.md has the table): ``system`` becomes the first system message; text
+blocks are joined with newlines (as vLLM joins text parts); ``tool_use`` blocks become the
+assistant's ``tool_calls``; ``tool_result`` blocks become ``tool`` messages placed before
+the rest of their user message; a mid-conversation ``system`` message stays a system
+message. What the engine cannot take (images, thinking blocks, server tools) is dropped
+and noted; top-level fields without a chat equivalent are noted as ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from components.proxy.errors import bad_request
+from components.proxy.surfaces._checks import list_at, object_at, string_at
+from components.proxy.surfaces.base import TranslationNotes
+
+# Top-level fields that are translated; every other field is recorded as ignored.
+_TRANSLATED = frozenset(
+    {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p", "top_k", "tools", "tool_choice", "stream"}
+)
+_SAMPLING = (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k"), ("stop_sequences", "stop"))
+_TOOL_FIELDS = frozenset({"name", "description", "input_schema", "type"})
+_CUSTOM_TOOL_TYPES = (None, "custom")
+_TEXT_JOIN = "\n"
+ERROR_PREFIX = "Error: "  # how a tool_result with is_error reaches a template that has no such flag
+
+
+def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
+    notes = TranslationNotes()
+    messages = _system(request.get("system"), notes)
+    for index, message in enumerate(request["messages"]):
+        messages.extend(_message(message, f"messages[{index}]", notes))
+    chat: dict[str, Any] = {"model": request.get("model"), "messages": messages, "max_tokens": request["max_tokens"]}
+    for source, target in _SAMPLING:
+        if request.get(source) is not None:
+            chat[target] = request[source]
+    if request.get("stream") is not None:
+        chat["stream"] = request["stream"]
+    tools = _tools(request.get("tools"), notes)
+    if tools:
+        chat["tools"] = tools
+    _tool_choice(request.get("tool_choice"), chat, notes)
+    notes.ignored[:0] = sorted(key for key in request if key not in _TRANSLATED)
+    notes.ignored = sorted(set(notes.ignored), key=notes.ignored.index)
+    return chat, notes
+
+
+def _system(system: Any, notes: TranslationNotes) -> list[dict[str, Any]]:
+    if system is None:
+        return []
+    text = _text_of(system, "system", notes, dropping=False)
+    return [{"role": "system", "content": text}]
+
+
+def _text_of(content: Any, path: str, notes: TranslationNotes, *, dropping: bool = True) -> str:
+    """Text of a string or a list of text blocks; other blocks are dropped (or refused)."""
+    if isinstance(content, str):
+        return content
+    texts = []
+    for index, block in enumerate(list_at(content, path)):
+        where = f"{path}[{index}]"
+        block = object_at(block, where)
+        if block.get("type") == "text":
+            texts.append(string_at(block.get("text"), f"{where}.text"))
+            _note_extras(block, ("type", "text"), notes)
+        elif dropping:
+            notes.dropped.append(f"{where} ({block.get('type')})")
+        else:
+            raise bad_request(f"'{where}' must be a text block, got type {block.get('type')!r}", param=path)
+    return _TEXT_JOIN.join(texts)
+
+
+def _note_extras(block: dict[str, Any], known: tuple[str, ...], notes: TranslationNotes) -> None:
+    for key in block:
+        if key not in known:
+            notes.ignored.append(key if key == "cache_control" else f"{block.get('type')}.{key}")
+
+
+def _blocks(message: dict[str, Any], path: str) -> list[Any]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return list_at(content, f"{path}.content")
+
+
+def _message(message: Any, path: str, notes: TranslationNotes) -> list[dict[str, Any]]:
+    message = object_at(message, path)
+    role = message.get("role")
+    if role == "assistant":
+        return [_assistant(_blocks(message, path), path, notes)]
+    if role == "user":
+        return _user(_blocks(message, path), path, notes)
+    if role == "system":  # Claude Code's mid-conversation system message (a beta feature)
+        notes.mapped.append(f"{path} role system -> chat system message")
+        return [{"role": "system", "content": _text_of(message.get("content"), f"{path}.content", notes)}]
+    raise bad_request(f"'{path}.role' must be 'user', 'assistant' or 'system', got {role!r}", param="messages")
+
+
+def _assistant(blocks: list[Any], path: str, notes: TranslationNotes) -> dict[str, Any]:
+    texts: list[str] = []
+    tool_calls: list[dict[str, Any]] = []
+    for index, block in enumerate(blocks):
+        where = f"{path}.content[{index}]"
+        block = object_at(block, where)
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(string_at(block.get("text"), f"{where}.text"))
+            _note_extras(block, ("type", "text"), notes)
+        elif kind == "tool_use":
+            tool_calls.append(_tool_call(block, where, notes))
+        else:  # thinking, redacted_thinking, server tool blocks: nothing the engine produced or can read
+            notes.dropped.append(f"{where} ({kind})")
+    message: dict[str, Any] = {"role": "assistant", "content": _TEXT_JOIN.join(texts) if texts or not tool_calls else None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return message
+
+
+def _tool_call(block: dict[str, Any], where: str, notes: TranslationNotes) -> dict[str, Any]:
+    name = string_at(block.get("name"), f"{where}.name")
+    arguments = object_at(block.get("input", {}), f"{where}.input")
+    _note_extras(block, ("type", "id", "name", "input"), notes)
+    return {
+        "id": string_at(block.get("id"), f"{where}.id"),
+        "type": "function",
+        "function": {"name": name, "arguments": orjson.dumps(arguments).decode()},
+    }
+
+
+def _user(blocks: list[Any], path: str, notes: TranslationNotes) -> list[dict[str, Any]]:
+    # Chat wants tool results right after the assistant turn that called the tools, so they
+    # come first; Anthropic requires them first in the user message anyway.
+    results: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for index, block in enumerate(blocks):
+        where = f"{path}.content[{index}]"
+        block = object_at(block, where)
+        kind = block.get("type")
+        if kind == "tool_result":
+            results.append(_tool_result(block, where, notes))
+        elif kind == "text":
+            texts.append(string_at(block.get("text"), f"{where}.text"))
+            _note_extras(block, ("type", "text"), notes)
+        else:  # image, document, ...: the engine reads text only
+            notes.dropped.append(f"{where} ({kind})")
+    if texts or not results:
+        results.append({"role": "user", "content": _TEXT_JOIN.join(texts)})
+    return results
+
+
+def _tool_result(block: dict[str, Any], where: str, notes: TranslationNotes) -> dict[str, Any]:
+    content = block.get("content", "")
+    text = _text_of(content, f"{where}.content", notes)
+    is_error = block.get("is_error")
+    if is_error is True:
+        text = ERROR_PREFIX + text
+        notes.mapped.append(f"{where} is_error -> content prefixed {ERROR_PREFIX!r}")
+    _note_extras(block, ("type", "tool_use_id", "content", "is_error"), notes)
+    return {"role": "tool", "tool_call_id": string_at(block.get("tool_use_id"), f"{where}.tool_use_id"), "content": text}
+
+
+def _tools(tools: Any, notes: TranslationNotes) -> list[dict[str, Any]]:
+    if tools is None:
+        return []
+    chat_tools = []
+    for index, tool in enumerate(list_at(tools, "tools")):
+        where = f"tools[{index}]"
+        tool = object_at(tool, where)
+        if tool.get("type") not in _CUSTOM_TOOL_TYPES:  # server tools (web_search_..., bash_...) the engine cannot run
+            notes.dropped.append(f"{where} (type {tool.get('type')})")
+            continue
+        function: dict[str, Any] = {"name": string_at(tool.get("name"), f"{where}.name")}
+        if tool.get("description") is not None:
+            function["description"] = string_at(tool["description"], f"{where}.description")
+        function["parameters"] = object_at(tool.get("input_schema"), f"{where}.input_schema")
+        notes.ignored.extend(key if key == "cache_control" else f"tools.{key}" for key in tool if key not in _TOOL_FIELDS)
+        chat_tools.append({"type": "function", "function": function})
+    return chat_tools
+
+
+def _tool_choice(choice: Any, chat: dict[str, Any], notes: TranslationNotes) -> None:
+    if choice is None:
+        return
+    choice = object_at(choice, "tool_choice")
+    kind = choice.get("type")
+    if choice.get("disable_parallel_tool_use") is True:
+        chat["parallel_tool_calls"] = False
+    if kind == "none":
+        chat["tool_choice"] = "none"
+        return
+    if kind not in ("auto", "any", "tool"):
+        raise bad_request(f"'tool_choice.type' must be 'auto', 'any', 'tool' or 'none', got {kind!r}", param="tool_choice")
+    if "tools" not in chat:  # vLLM refuses a tool_choice without tools
+        notes.dropped.append("tool_choice (no tools the engine can take)")
+        return
+    if kind == "auto":
+        chat["tool_choice"] = "auto"
+    elif kind == "any":
+        chat["tool_choice"] = "required"
+    else:
+        chat["tool_choice"] = {"type": "function", "function": {"name": string_at(choice.get("name"), "tool_choice.name")}}
