@@ -18,7 +18,7 @@ from rich.console import Console
 
 from components.core.config import ConfigError, ExperimentConfig, load_config
 from components.core.storage import ArtifactStore, RunLayout, open_store
-from pipelines.executor import ExecutorOptions, ManifestError, WorkflowFailed, execute_workflow
+from pipelines.executor import ExecutorOptions, ManifestError, WarmStarts, WorkflowFailed, execute_workflow
 from pipelines.run_view import RunView, summary_table
 from pipelines.state import next_iteration, read_state
 
@@ -50,19 +50,39 @@ def run_experiment(
     *,
     workdir: Path = Path(".openforge"),
     programs: Mapping[str, list[str]] | None = None,
+    warm_start: bool = True,
 ) -> dict[int, dict[str, float]]:
     """Run iterations until ``iterations`` (default ``config.iterations``) are committed.
 
     Returns the logged metrics by iteration (MLflow names). The steps receive the config
     as the compiler writes it (every default spelled out), which MLflow also keeps.
     ``programs`` maps the images' program names to local command lines (default: the
-    ``openforge`` of this checkout).
+    ``openforge`` of this checkout). ``warm_start`` forks the `openforge` containers from
+    a server that imported them once (pipelines/executor/_warm.py) instead of starting
+    each from a fresh interpreter.
     """
+    console = console or Console()
+    # First, so its imports overlap the set-up below and the first steps (which start cold).
+    warm = WarmStarts() if warm_start and programs is None else None
+    try:
+        return _run_iterations(config, iterations, console, workdir, programs, warm)
+    finally:
+        if warm is not None:
+            warm.close()
+
+
+def _run_iterations(
+    config: ExperimentConfig,
+    iterations: int | None,
+    console: Console,
+    workdir: Path,
+    programs: Mapping[str, list[str]] | None,
+    warm: WarmStarts | None,
+) -> dict[int, dict[str, float]]:
     from components.core.tracking import ExperimentTracker, ui_command
     from pipelines.compile import compile_config
     from pipelines.iteration import config_yaml
 
-    console = console or Console()
     text = config_yaml(config)
     total = iterations or config.iterations
     store = open_store(config.storage.uri, config.storage.endpoint_url)
@@ -72,7 +92,7 @@ def run_experiment(
         console.print(f"Resuming {config.name!r} at iteration {first} (state: {store.root}/{layout.state()})", soft_wrap=True)
     manifests = compile_config(config)
     tracker = ExperimentTracker(config.tracking, config.name)
-    extra_options = {"programs": programs} if programs is not None else {}
+    extra_options = {"programs": programs} if programs is not None else {"warm": warm}
     times: dict[int, float] = {}
     with RunView(console) as view:
         for iteration in range(first, total):
@@ -108,6 +128,9 @@ def run_command(
     iterations: int | None = typer.Option(
         None, "--iterations", min=1, help="Iterations the run should reach in total (default: the config's)."
     ),
+    warm_start: bool = typer.Option(
+        True, help="Fork the steps from a process that imported them once (--no-warm-start: a fresh Python each)."
+    ),
 ) -> None:
     """Run RL iterations on this machine; rerun the same command to resume after a stop."""
     try:
@@ -117,7 +140,7 @@ def run_command(
         raise typer.Exit(2) from None
     console = Console()
     try:
-        run_experiment(experiment, iterations, console)
+        run_experiment(experiment, iterations, console, warm_start=warm_start)
     except (WorkflowFailed, RunError, ManifestError) as exc:
         console.print(str(exc), style="red", markup=False, highlight=False)
         raise typer.Exit(1) from None

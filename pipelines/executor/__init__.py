@@ -9,6 +9,7 @@ from pipelines.executor._context import ExecutorOptions, NodeResult
 from pipelines.executor._events import NodeEvent, NodePhase
 from pipelines.executor._execute import WorkflowFailed, WorkflowResult, execute_workflow
 from pipelines.executor._manifest import ManifestError
+from pipelines.executor._warm import WarmStarts
 
 __all__ = [
     "ExecutorOptions",
@@ -17,6 +18,7 @@ __all__ = [
     "NodePhase",
     "NodeResult",
     "WorkflowFailed",
+    "WarmStarts",
     "WorkflowResult",
     "execute_workflow",
 ]

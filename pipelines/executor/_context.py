@@ -16,6 +16,7 @@ from pipelines.executor._events import NodeEvent, NodePhase, Observer
 from pipelines.executor._manifest import Workflow
 from pipelines.executor._processes import ProcessRegistry
 from pipelines.executor._templating import mark
+from pipelines.executor._warm import WarmStarts
 
 _T = TypeVar("_T")
 _SLOT_POLL_S = 0.2
@@ -39,6 +40,8 @@ class ExecutorOptions:
     """Keep every pod's sandbox (failed pods' sandboxes are always kept)."""
     programs: Mapping[str, list[str]] = field(default_factory=lambda: {"openforge": openforge_argv()})
     """Program names in the images -> local command lines (`openforge` -> this Python's CLI)."""
+    warm: WarmStarts | None = None
+    """Fork `openforge` containers from this warm-start server once it is ready (see _warm.py)."""
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ def execute_workflow(
         workdir=workdir,
         options=options,
         observer=observer,
-        registry=ProcessRegistry(options.stop_timeout_s),
+        registry=ProcessRegistry(options.stop_timeout_s, options.warm),
     )
     try:
         with _sigterm_as_interrupt():

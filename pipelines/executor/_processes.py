@@ -16,6 +16,7 @@ from pathlib import Path
 
 from components.core.services import Service, ServiceError, wait_healthy
 from pipelines.executor._sandbox import ContainerRun, PodPlan
+from pipelines.executor._warm import WarmStarts
 
 _POLL_S = 0.1
 
@@ -23,11 +24,12 @@ _POLL_S = 0.1
 class ProcessRegistry:
     """Every live process the executor started."""
 
-    def __init__(self, stop_timeout_s: float) -> None:
+    def __init__(self, stop_timeout_s: float, warm: WarmStarts | None = None) -> None:
         self._lock = threading.Lock()
         self._services: dict[int, Service] = {}
         self._closed = False
         self.stop_timeout_s = stop_timeout_s
+        self._warm = warm
 
     def start(self, run: ContainerRun, log_path: Path) -> Service:
         log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -35,6 +37,15 @@ class ProcessRegistry:
         with self._lock:
             if self._closed:
                 raise ServiceError(f"container {run.name!r} not started: the run is stopping")
+            if self._warm is not None and self._warm.accepts(run.argv):
+                try:
+                    process = self._warm.spawn(run.argv, run.cwd, {**os.environ, **run.env}, log_path)
+                except OSError:
+                    pass  # the server is gone or stuck: start this one cold, as without it
+                else:
+                    service = Service(name=run.name, url="", process=process, log_path=log_path)
+                    self._services[process.pid] = service
+                    return service
             log = log_path.open("wb")
             try:
                 process = subprocess.Popen(
