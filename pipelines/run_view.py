@@ -150,7 +150,7 @@ def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: i
             show(pass_k),
             show(mlflow_metric_name(f"rollouts/{RolloutStatus.OK.value}"), "{:.0f}"),
             f"{failed:.0f}",
-            show("train/loss", "{:.4f}"),
+            show("train/loss", "{:.3g}"),  # GRPO losses are often tiny: keep their magnitude
             f"{seconds:.0f}s" if seconds is not None else "-",
         )
     return table

@@ -53,5 +53,5 @@ def test_summary_table_shows_each_iteration_with_failed_rollouts_summed() -> Non
     out = io.StringIO()
     text = _render(summary_table(logged, 4, {1: 30.0}), Console(file=out, width=160), out)
     rows = [line for line in text.splitlines() if line.startswith("│")]
-    assert [cell.strip() for cell in rows[0].split("│")[1:-1]] == ["0", "0.250", "0.500", "0.750", "6", "2", "0.1250", "61s"]
+    assert [cell.strip() for cell in rows[0].split("│")[1:-1]] == ["0", "0.250", "0.500", "0.750", "6", "2", "0.125", "61s"]
     assert [cell.strip() for cell in rows[1].split("│")[1:-1]] == ["1", "0.500", "-", "-", "-", "0", "-", "30s"]
