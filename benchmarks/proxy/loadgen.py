@@ -28,7 +28,7 @@ from pydantic import BaseModel
 StreamMode = Literal["off", "on", "mixed"]
 _REPO = Path(__file__).resolve().parents[2]
 
-# A short agent turn. The last message is made unique per call (see _Bodies) so that a
+# A short agent turn. The last message is made unique per call (see RequestBodies) so that a
 # recording proxy never mistakes a new call for a retry of the previous one.
 _MESSAGES = [
     {"role": "system", "content": "You are a careful coding agent. Use the tools you are given; answer briefly."},
@@ -67,7 +67,7 @@ class _Tally:
             self.errors.append(why)
 
 
-class _Bodies:
+class RequestBodies:
     """Request bodies serialised once, with a slot for a per-call tag spliced in as bytes."""
 
     def __init__(self) -> None:
@@ -134,7 +134,7 @@ async def run_load(
     """
     import aiohttp
 
-    bodies = _Bodies()
+    bodies = RequestBodies()
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, skip_auto_headers=["User-Agent"]) as http:
