@@ -3,7 +3,16 @@
 from components.proxy.surfaces.base import StreamTranslator, Surface, TranslationNotes
 from components.proxy.surfaces.chat import ChatSurface
 from components.proxy.surfaces.messages import MessagesSurface
+from components.proxy.surfaces.responses import ResponsesSurface
 
-SURFACES: tuple[Surface, ...] = (ChatSurface(), MessagesSurface())
+SURFACES: tuple[Surface, ...] = (ChatSurface(), MessagesSurface(), ResponsesSurface())
 
-__all__ = ["SURFACES", "ChatSurface", "MessagesSurface", "StreamTranslator", "Surface", "TranslationNotes"]
+__all__ = [
+    "SURFACES",
+    "ChatSurface",
+    "MessagesSurface",
+    "ResponsesSurface",
+    "StreamTranslator",
+    "Surface",
+    "TranslationNotes",
+]

@@ -1,0 +1,195 @@
+"""OpenAI Responses request -> engine chat-completions request.
+
+Rules (docs/proxy.md has the table): ``instructions`` becomes the first system message;
+``input`` items become chat messages in order (``developer`` -> ``system``; a
+``function_call`` joins the assistant message right before it, as the model produced them
+in one turn; ``function_call_output`` -> ``tool``). Function tools become chat function
+tools; a ``namespace`` tool is flattened into ``<namespace>__<name>`` functions (mapped
+back on the way out); other tool types (web_search, custom, ...) are dropped and noted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components.proxy.errors import bad_request
+from components.proxy.surfaces._checks import list_at, object_at, string_at
+from components.proxy.surfaces.base import TranslationNotes
+
+_TRANSLATED = frozenset(
+    {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens", "temperature", "top_p", "stream"}
+)
+_PASSED = (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"), ("parallel_tool_calls", "parallel_tool_calls"))
+_TEXT_PARTS = ("input_text", "output_text", "text")
+_NAMESPACE_JOIN = "__"
+_CHAT_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
+_FUNCTION_FIELDS = frozenset({"type", "name", "description", "parameters"})
+_NO_PARAMETERS = {"type": "object", "properties": {}}
+
+
+def tool_names(tools: Any) -> dict[str, tuple[str | None, str]]:
+    """Chat function name -> (namespace, name) for every function tool the request declares."""
+    names: dict[str, tuple[str | None, str]] = {}
+    for tool in tools if isinstance(tools, list) else ():
+        if not isinstance(tool, dict):
+            continue
+        if tool.get("type") == "function" and isinstance(tool.get("name"), str):
+            names.setdefault(tool["name"], (None, tool["name"]))
+        elif tool.get("type") == "namespace" and isinstance(tool.get("name"), str):
+            for inner in tool.get("tools") if isinstance(tool.get("tools"), list) else ():
+                if isinstance(inner, dict) and inner.get("type") == "function" and isinstance(inner.get("name"), str):
+                    names.setdefault(flat_name(tool["name"], inner["name"]), (tool["name"], inner["name"]))
+    return names
+
+
+def flat_name(namespace: str | None, name: str) -> str:
+    return name if namespace is None else f"{namespace}{_NAMESPACE_JOIN}{name}"
+
+
+def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
+    if request.get("previous_response_id") is not None or request.get("conversation") is not None:
+        raise bad_request(
+            "'previous_response_id' and 'conversation' are not supported: the proxy keeps no responses; "
+            "send the whole conversation in 'input' (store: false)",
+            param="previous_response_id",
+        )
+    notes = TranslationNotes()
+    messages: list[dict[str, Any]] = []
+    if request.get("instructions") is not None:
+        messages.append({"role": "system", "content": string_at(request["instructions"], "instructions")})
+    items = request["input"]
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    for index, item in enumerate(items):
+        _item(item, f"input[{index}]", messages, notes)
+    chat: dict[str, Any] = {"model": request.get("model"), "messages": messages}
+    for source, target in _PASSED:
+        if request.get(source) is not None:
+            chat[target] = request[source]
+    if request.get("stream") is not None:
+        chat["stream"] = request["stream"]
+    tools = _tools(request.get("tools"), notes)
+    if tools:
+        chat["tools"] = tools
+    _tool_choice(request.get("tool_choice"), chat, notes)
+    notes.ignored[:0] = sorted(key for key in request if key not in _TRANSLATED)
+    notes.ignored = sorted(set(notes.ignored), key=notes.ignored.index)
+    return chat, notes
+
+
+def _item(item: Any, path: str, messages: list[dict[str, Any]], notes: TranslationNotes) -> None:
+    item = object_at(item, path)
+    kind = item.get("type", "message" if "role" in item else None)
+    if kind == "message":
+        role = item.get("role")
+        if role not in _CHAT_ROLES:
+            raise bad_request(f"'{path}.role' must be 'user', 'assistant', 'system' or 'developer', got {role!r}", param="input")
+        if role == "developer":
+            notes.mapped.append(f"{path} role developer -> system")
+        messages.append({"role": _CHAT_ROLES[role], "content": _text(item.get("content"), f"{path}.content", notes)})
+    elif kind == "function_call":
+        namespace = item.get("namespace")
+        name = flat_name(string_at(namespace, f"{path}.namespace") if namespace is not None else None, string_at(item.get("name"), f"{path}.name"))
+        call = {
+            "id": string_at(item.get("call_id"), f"{path}.call_id"),
+            "type": "function",
+            "function": {"name": name, "arguments": string_at(item.get("arguments", ""), f"{path}.arguments")},
+        }
+        last = messages[-1] if messages else None
+        if last is not None and last["role"] == "assistant":  # the same model turn as the text before it
+            last.setdefault("tool_calls", []).append(call)
+            last["content"] = last["content"] or None
+        else:
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    elif kind == "function_call_output":
+        output = item.get("output", "")
+        messages.append(
+            {
+                "role": "tool",
+                "tool_call_id": string_at(item.get("call_id"), f"{path}.call_id"),
+                "content": _text(output, f"{path}.output", notes),
+            }
+        )
+    else:  # reasoning, item_reference, custom or hosted tool calls: nothing the engine can read
+        notes.dropped.append(f"{path} ({kind})")
+
+
+def _text(content: Any, path: str, notes: TranslationNotes) -> str:
+    if isinstance(content, str):
+        return content
+    texts = []
+    for index, part in enumerate(list_at(content, path)):
+        where = f"{path}[{index}]"
+        part = object_at(part, where)
+        if part.get("type") in _TEXT_PARTS:
+            texts.append(string_at(part.get("text"), f"{where}.text"))
+        else:  # input_image, input_file, refusal, ...
+            notes.dropped.append(f"{where} ({part.get('type')})")
+    return "\n".join(texts)
+
+
+def _tools(tools: Any, notes: TranslationNotes) -> list[dict[str, Any]]:
+    if tools is None:
+        return []
+    chat_tools: list[dict[str, Any]] = []
+    for index, tool in enumerate(list_at(tools, "tools")):
+        where = f"tools[{index}]"
+        tool = object_at(tool, where)
+        kind = tool.get("type")
+        if kind == "function":
+            chat_tools.append(_function(tool, None, where, notes))
+        elif kind == "namespace":
+            namespace = string_at(tool.get("name"), f"{where}.name")
+            inner = list_at(tool.get("tools"), f"{where}.tools")
+            flattened = []
+            for position, member in enumerate(inner):
+                member = object_at(member, f"{where}.tools[{position}]")
+                if member.get("type") == "function":
+                    flattened.append(_function(member, namespace, f"{where}.tools[{position}]", notes))
+                else:
+                    notes.dropped.append(f"{where}.tools[{position}] (type {member.get('type')})")
+            chat_tools.extend(flattened)
+            notes.mapped.append(f"{where} namespace {namespace!r} -> {len(flattened)} functions named {namespace}{_NAMESPACE_JOIN}<name>")
+        else:  # web_search, file_search, custom (freeform), local_shell, ...: not function calls the engine can make
+            notes.dropped.append(f"{where} (type {kind})")
+    return chat_tools
+
+
+def _function(tool: dict[str, Any], namespace: str | None, where: str, notes: TranslationNotes) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": flat_name(namespace, string_at(tool.get("name"), f"{where}.name"))}
+    if tool.get("description") is not None:
+        function["description"] = string_at(tool["description"], f"{where}.description")
+    parameters = tool.get("parameters")
+    function["parameters"] = _NO_PARAMETERS if parameters is None else object_at(parameters, f"{where}.parameters")
+    # strict would make vLLM constrain decoding: the sampled tokens would no longer be the policy's.
+    notes.ignored.extend(f"tools.{key}" for key in tool if key not in _FUNCTION_FIELDS)
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: Any, chat: dict[str, Any], notes: TranslationNotes) -> None:
+    if choice is None:
+        return
+    if isinstance(choice, str):
+        if choice not in ("auto", "none", "required"):
+            raise bad_request(f"'tool_choice' must be 'auto', 'none', 'required' or an object, got {choice!r}", param="tool_choice")
+    else:
+        object_at(choice, "tool_choice")
+    if choice == "none":
+        chat["tool_choice"] = "none"
+        return
+    if "tools" not in chat:  # vLLM refuses a tool_choice without tools
+        notes.dropped.append("tool_choice (no tools the engine can take)")
+        return
+    if isinstance(choice, str):
+        chat["tool_choice"] = choice
+        return
+    kind = choice.get("type")
+    if kind == "function":
+        namespace = choice.get("namespace")
+        name = flat_name(namespace if isinstance(namespace, str) else None, string_at(choice.get("name"), "tool_choice.name"))
+        chat["tool_choice"] = {"type": "function", "function": {"name": name}}
+    elif kind == "allowed_tools" and choice.get("mode") in ("auto", "required"):
+        chat["tool_choice"] = choice["mode"]
+        notes.mapped.append(f"tool_choice allowed_tools -> {choice['mode']} (every declared tool stays allowed)")
+    else:  # a hosted tool (web_search, ...) the engine does not have
+        notes.dropped.append(f"tool_choice (type {kind})")

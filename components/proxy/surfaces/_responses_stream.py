@@ -1,0 +1,150 @@
+"""Engine chat chunks -> OpenAI Responses server-sent events.
+
+Sequence: ``response.created``, ``response.in_progress``; for text an output item
+(``output_item.added``, ``content_part.added``, ``output_text.delta``..., ``output_text.done``,
+``content_part.done``, ``output_item.done``); per tool call a ``function_call`` item
+(``output_item.added``, ``function_call_arguments.delta``..., ``.done``, ``output_item.done``);
+then ``response.completed`` (or ``response.incomplete`` when the token limit cut the
+answer) holding the whole response, sent only once the call is recorded. Every event has
+its ``event:`` name and a ``sequence_number``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from components.proxy.errors import ProxyError
+from components.proxy.sse import sse_event
+from components.proxy.surfaces._responses_output import (
+    ResponseIds,
+    error_code,
+    function_call_item,
+    message_item,
+    response_body,
+    status_of,
+    text_part,
+    usage,
+)
+from components.proxy.surfaces._responses_request import tool_names
+
+
+class ResponsesStream:
+    def __init__(self, request: dict[str, Any]) -> None:
+        self._request = request
+        self._names = tool_names(request.get("tools"))
+        self._ids = ResponseIds(None)
+        self._head: dict[str, Any] = {}
+        self._sequence = 0
+        self._started = False
+        self._failed = False
+        self._output: list[dict[str, Any]] = []  # finished items, in output order
+        self._open: dict[str, Any] | None = None  # the item being streamed
+        self._text: list[str] = []
+        self._calls: dict[int, int] = {}  # engine tool-call index -> output index
+        self._finish: Any = None
+        self._usage: Any = None
+        self._prompt_tokens: int | None = None
+
+    def _event(self, kind: str, **body: Any) -> bytes:
+        self._sequence += 1
+        return sse_event(orjson.dumps({"type": kind, "sequence_number": self._sequence - 1, **body}), kind)
+
+    def event(self, chunk: dict[str, Any]) -> bytes:
+        if "error" in chunk or chunk.get("object") == "error":
+            inner = chunk.get("error") if isinstance(chunk.get("error"), dict) else chunk
+            return self.error(ProxyError(502, f"upstream reported an error mid-stream: {inner.get('message', inner)}"))
+        out: list[bytes] = []
+        if not self._started:
+            ids = chunk.get("prompt_token_ids")
+            self._prompt_tokens = len(ids) if isinstance(ids, list) else None
+            out.append(self._start(chunk))
+        if chunk.get("usage") is not None:
+            self._usage = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) == 0:
+                self._choice(choice, out)
+        return b"".join(out)
+
+    def _start(self, chunk: dict[str, Any]) -> bytes:
+        self._started = True
+        self._ids = ResponseIds(chunk.get("id"))
+        self._head = {"created": chunk.get("created"), "model": chunk.get("model")}
+        response = self._body("in_progress")
+        return self._event("response.created", response=response) + self._event("response.in_progress", response=response)
+
+    def _body(self, status: str, **fields: Any) -> dict[str, Any]:
+        return response_body(self._request, self._ids, self._head.get("created"), self._head.get("model"), status=status, output=list(self._output), **fields)
+
+    def _choice(self, choice: dict[str, Any], out: list[bytes]) -> None:
+        delta = choice.get("delta") or {}
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            out.append(self._text_delta(text))
+        for call in delta.get("tool_calls") or ():
+            out.append(self._call_delta(call))
+        if choice.get("finish_reason") is not None:
+            self._finish = choice["finish_reason"]
+
+    def _text_delta(self, text: str) -> bytes:
+        head = b""
+        if self._open is None or self._open["type"] != "message":
+            head = self._close()
+            self._open = message_item(self._ids, None, status="in_progress")
+            self._text = []
+            head += self._event("response.output_item.added", output_index=len(self._output), item=self._open)
+            head += self._event("response.content_part.added", **self._where(), content_index=0, part=text_part(""))
+        self._text.append(text)
+        return head + self._event("response.output_text.delta", **self._where(), content_index=0, delta=text, logprobs=[])
+
+    def _call_delta(self, call: dict[str, Any]) -> bytes:
+        index = call.get("index", 0)
+        function = call.get("function") or {}
+        head = b""
+        if index not in self._calls:
+            head = self._close()
+            self._calls[index] = len(self._output)
+            call_id = self._ids.call_id(call, index)
+            self._open = function_call_item(self._ids, index, call_id, function.get("name") or "", "", self._names, status="in_progress")
+            head += self._event("response.output_item.added", output_index=len(self._output), item=self._open)
+        arguments = function.get("arguments")
+        if not arguments or self._open is None or self._calls[index] != len(self._output):
+            return head  # argument pieces of an item already closed cannot be sent any more
+        self._open["arguments"] += arguments
+        return head + self._event("response.function_call_arguments.delta", **self._where(), delta=arguments)
+
+    def _where(self) -> dict[str, Any]:
+        return {"item_id": self._open["id"], "output_index": len(self._output)}
+
+    def _close(self) -> bytes:
+        item, self._open = self._open, None
+        if item is None:
+            return b""
+        where = {"item_id": item["id"], "output_index": len(self._output)}
+        if item["type"] == "message":
+            text = "".join(self._text)
+            part = text_part(text)
+            item = {**item, "status": "completed", "content": [part]}
+            events = self._event("response.output_text.done", **where, content_index=0, text=text, logprobs=[])
+            events += self._event("response.content_part.done", **where, content_index=0, part=part)
+        else:
+            item = {**item, "status": "completed"}
+            events = self._event("response.function_call_arguments.done", **where, name=item["name"], arguments=item["arguments"])
+        self._output.append(item)
+        return events + self._event("response.output_item.done", output_index=where["output_index"], item=item)
+
+    def error(self, err: ProxyError) -> bytes:
+        self._failed = True
+        head = b"" if self._started else self._start({})
+        failure = {"code": error_code(err), "message": err.message}
+        return head + self._event("response.failed", response=self._body("failed", error=failure))
+
+    def end(self) -> bytes:
+        if self._failed:
+            return b""
+        head = b"" if self._started else self._start({})
+        head += self._close()
+        status, incomplete = status_of(self._finish)
+        response = self._body(status, usage=usage(self._usage, self._prompt_tokens), incomplete=incomplete)
+        return head + self._event(f"response.{status}", response=response)
