@@ -12,6 +12,7 @@ from components.engine.cli import engine_app, model_app, serve_step_command
 from components.proxy.cli import proxy_command
 from components.reward.cli import score_command
 from components.rollout.cli import prepare_command, rollout_command
+from components.rollout.harnesses.cli import harness_app
 from components.trainer.cli import batch_app, train_command
 from pipelines.commit import commit_command
 from pipelines.compile import compile_command
@@ -29,6 +30,7 @@ app.command("proxy")(proxy_command)
 app.command("compile")(compile_command)
 app.command("run")(run_command)
 app.add_typer(batch_app, name="batch")
+app.add_typer(harness_app, name="harness")
 
 # What the iteration's containers run (`openforge step <name> --iteration K ...`).
 step_app = typer.Typer(help="The RL iteration's steps, as the workflow runs them.", no_args_is_help=True)

@@ -42,9 +42,17 @@ class EngineConfig(_Section):
     startup_timeout_s: float = Field(120.0, gt=0, description="How long to wait for the engine to be healthy.")
 
 
+# The adapters of components/rollout/harnesses (a test keeps the two lists equal).
+HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe-agent"]
+
+
 class HarnessConfig(_Section):
-    name: str = Field("reference", description="Harness adapter: reference, claude-code, codex, openclaw, mini-swe-agent.")
-    max_turns: int = Field(8, gt=0, description="Model calls one rollout may make (reference harness).")
+    name: HarnessName = Field(
+        "reference", description="Harness adapter; install third-party ones with `openforge harness install NAME`."
+    )
+    max_turns: int = Field(
+        8, gt=0, description="Model calls one rollout may make (Codex and OpenClaw have no such limit: ignored)."
+    )
     max_tokens: int = Field(64, gt=0, description="Completion tokens per model call.")
 
 

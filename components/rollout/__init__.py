@@ -1,6 +1,6 @@
 """Rollouts: tasks and task sets, harness adapters, the reference harness, the runner, prepare."""
 
-from components.rollout.harness import HarnessAdapter, HarnessCommand, HarnessRun, ReferenceHarness, get_harness
+from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun, get_harness
 from components.rollout.prepare import prepare_iteration
 from components.rollout.runner import parse_rollout_id, run_rollout, verdict
 from components.rollout.tasks import Task, TaskError, VerifierSpec, load_task, load_task_set, select_tasks
@@ -9,7 +9,6 @@ __all__ = [
     "HarnessAdapter",
     "HarnessCommand",
     "HarnessRun",
-    "ReferenceHarness",
     "Task",
     "TaskError",
     "VerifierSpec",

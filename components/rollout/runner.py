@@ -26,7 +26,8 @@ from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import TrajectoryError, read_session
 from components.rollout._process import run_in_session, tail
-from components.rollout.harness import HarnessAdapter, HarnessRun, get_harness
+from components.rollout.egress import EgressSink
+from components.rollout.harnesses import HarnessAdapter, HarnessNotInstalledError, HarnessRun, get_harness
 from components.rollout.tasks import Task, TaskError, load_task
 
 OUTCOME_FILE = "outcome.json"
@@ -36,10 +37,6 @@ PROXY_WAIT_S = 60.0
 FLUSH_TIMEOUT_S = 10.0
 _MAX_ANSWER_CHARS = 16_000
 _ROLLOUT_ID = re.compile(r"^(?P<task_id>[a-z0-9][a-z0-9-]*)-s(?P<sample>\d+)$")
-# Nothing a harness does may leave the machine: outside hosts go to a local port where
-# nothing listens (refused at once); loopback, where the proxy is, is exempt.
-_REFUSING_PROXY = "http://127.0.0.1:9"
-_NO_PROXY = "127.0.0.1,localhost"
 # The harness and verifier hold no storage or tracking credentials.
 _SECRET_PREFIXES = ("AWS_", "MLFLOW_", "OPENFORGE_")
 _PYTHON_CRASH = "Traceback (most recent call last)"
@@ -74,6 +71,8 @@ def run_rollout(
         rollout.run(adapter or get_harness(config.harness.name), started)
     except TaskError as exc:
         record.fail(RolloutStatus.INFRA_ERROR, f"task folder unusable: {exc}")
+    except HarnessNotInstalledError as exc:
+        record.fail(RolloutStatus.INFRA_ERROR, str(exc))
     except Exception as exc:  # the outcome must be written whatever went wrong
         record.fail(RolloutStatus.INFRA_ERROR, f"rollout runner failed unexpectedly: {exc!r}")
     outcome = record.outcome(duration_s=time.monotonic() - started)
@@ -154,21 +153,27 @@ class _Rollout:
         self.proxy_wait_s = proxy_wait_s
 
     def run(self, adapter: HarnessAdapter, started: float) -> None:
+        adapter.require_installed()
         task = load_task(self.task_dir, match_folder_name=False)
         if task.id != self.record.task_id:
             raise TaskError(f"{self.task_dir} holds task {task.id!r}, not {self.record.task_id!r} of this rollout id")
         time_limit = task.time_limit_s or self.config.rollout.time_limit_s
         deadline = started + time_limit
-        self.record.extra.update(harness=adapter.name, time_limit_s=time_limit)
+        self.record.extra.update(harness=adapter.name, harness_version=adapter.version, time_limit_s=time_limit)
         # An agent can leave files its cleanup cannot remove; that must not sink the outcome.
         prefix = f"openforge-{self.record.rollout_id}-"
-        with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
+        with (
+            tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp,
+            EgressSink() as sink,
+        ):
             workspace, scratch = _prepare_dirs(task, Path(tmp))
-            env = _isolated_env(home=scratch / "home")
+            env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
             if self._wait_for_proxy(deadline):
                 if self._run_harness(adapter, task, workspace, scratch, env, deadline):
                     self._run_verifier(task, workspace, scratch, env)
                 self._flush()
+            # Refused, so harmless; recorded so a new harness release's phoning home shows.
+            self.record.extra["egress_refused"] = [f"{a.method} {a.target}" for a in sink.attempts]
         self._count_calls()
 
     def _wait_for_proxy(self, deadline: float) -> bool:
@@ -194,6 +199,7 @@ class _Rollout:
             scratch_dir=scratch,
             max_turns=self.config.harness.max_turns,
             max_tokens=self.config.harness.max_tokens,
+            time_limit_s=deadline - time.monotonic(),
         )
         command = adapter.command(run)
         result = run_in_session(
@@ -311,10 +317,10 @@ def _prepare_dirs(task: Task, root: Path) -> tuple[Path, Path]:
     return workspace, scratch
 
 
-def _isolated_env(home: Path) -> dict[str, str]:
+def _isolated_env(home: Path, proxy_env: dict[str, str]) -> dict[str, str]:
+    # Nothing a harness does may leave the machine: outside hosts go to the refusing
+    # egress sink; loopback, where the recording proxy is, is exempt.
     env = {k: v for k, v in os.environ.items() if not k.startswith(_SECRET_PREFIXES)}
-    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
-        env[name] = env[name.lower()] = _REFUSING_PROXY
-    env["NO_PROXY"] = env["no_proxy"] = _NO_PROXY
+    env.update(proxy_env)
     env["HOME"] = str(home)
     return env

@@ -15,7 +15,7 @@ from tests.components.rollout._fake_openai import Turn, shell_call
 from components.core.config import CONFIG_ENV
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import free_port
-from components.rollout.harness import HarnessAdapter, HarnessCommand, HarnessRun
+from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun
 from components.rollout.runner import OUTCOME_FILE, run_rollout
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "quickstart"
@@ -261,11 +261,34 @@ def test_harness_gets_isolated_environment(
     seen = json.loads(dump.read_text())
     env = seen["env"]
     assert "AWS_SECRET_ACCESS_KEY" not in env and CONFIG_ENV not in env
-    assert env["HTTPS_PROXY"] == env["https_proxy"] == "http://127.0.0.1:9"
+    assert env["HTTPS_PROXY"] == env["https_proxy"] == env["HTTP_PROXY"]
+    assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:") and env["NODE_USE_ENV_PROXY"] == "1"
     assert "127.0.0.1" in env["NO_PROXY"].split(",")
     assert seen["files"] == ["data.txt"]
     assert not Path(seen["cwd"]).exists(), "the workspace was not cleaned up"
     assert env["HOME"] != os.environ.get("HOME")
+
+
+def test_outside_requests_are_refused_on_loopback_and_listed_in_the_outcome(
+    proxy, rollout_config, tmp_path: Path
+) -> None:
+    harness = PythonHarness("""
+        import os, urllib.request
+        for url in ("https://outside.invalid/telemetry", "http://outside.invalid/update"):
+            try:
+                urllib.request.urlopen(url, timeout=5)
+            except OSError as exc:
+                print(url, exc)
+        open(os.environ["ANSWER_FILE"], "w").write("done")
+    """)
+
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", proxy.url, tmp_path, adapter=harness)
+
+    assert outcome.harness_exit_code == 0 and outcome.final_answer == "done"
+    assert outcome.extra["egress_refused"] == [
+        "CONNECT outside.invalid:443",
+        "GET http://outside.invalid/update",
+    ]
 
 
 def test_rollout_command_writes_outcome(proxy, rollout_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

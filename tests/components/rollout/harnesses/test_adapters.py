@@ -1,0 +1,139 @@
+"""Each adapter's command line, environment, config files and final-answer parsing.
+
+The harnesses are faked (an installed marker and empty executables): what is checked is
+what the adapter hands the runner. The real harnesses run in tests/e2e/test_harnesses.py.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from components.rollout.harnesses import HarnessAdapter, HarnessRun, get_harness
+from components.rollout.harnesses._install import _MARKER
+from components.rollout.harnesses.versions import NODE
+
+BASE_URL = "http://127.0.0.1:8100/s/fix-bug-s0/v1"
+
+
+def _installed(name: str, home: Path) -> HarnessAdapter:
+    """The adapter, with a fake install of its pins (and of the pinned Node) under ``home``."""
+    adapter = get_harness(name, home=home)
+    assert adapter.installer is not None
+    for folder in adapter.installer.bin_dirs(adapter.folder, home):
+        folder.mkdir(parents=True, exist_ok=True)
+        for program in ("claude", "codex", "openclaw", "mini", "node"):
+            (folder / program).write_text("#!/bin/sh\n")
+    (adapter.folder / _MARKER).write_text(json.dumps({"pins": [p.spec for p in adapter.installer.pins]}))
+    (home / "node").mkdir(exist_ok=True)
+    (home / "node" / _MARKER).write_text(json.dumps({"pins": [NODE.spec]}))
+    assert adapter.is_installed()
+    return adapter
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> HarnessRun:
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "scratch" / "home").mkdir(parents=True)
+    return HarnessRun(
+        rollout_id="fix-bug-s0",
+        base_url=BASE_URL,
+        api_key="openforge-rollout",
+        model="openforge-policy",
+        prompt="-v looks like an option but is the task",
+        workspace=tmp_path / "workspace",
+        scratch_dir=tmp_path / "scratch",
+        max_turns=6,
+        max_tokens=300,
+        time_limit_s=100.0,
+    )
+
+
+def test_claude_code_runs_print_mode_against_the_proxy_root(run: HarnessRun, tmp_path: Path) -> None:
+    adapter = _installed("claude-code", tmp_path / "harnesses")
+
+    command = adapter.command(run)
+
+    argv = command.argv
+    assert argv[0].endswith("/claude") and "--print" in argv
+    assert argv[argv.index("--output-format") + 1] == "json"
+    assert argv[argv.index("--max-turns") + 1] == "6"
+    assert argv[-2:] == ["--", run.prompt]
+    assert command.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:8100/s/fix-bug-s0"  # it appends /v1/messages
+    assert command.env["ANTHROPIC_API_KEY"] == "openforge-rollout"
+    assert command.env["DISABLE_TELEMETRY"] == command.env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
+    assert command.env["PATH"].startswith(str(adapter.folder / "node_modules" / ".bin"))
+    # The same rollout always gets the same session id.
+    assert adapter.command(run).argv == argv
+
+
+def test_codex_gets_a_private_codex_home_with_the_responses_provider(run: HarnessRun, tmp_path: Path) -> None:
+    adapter = _installed("codex", tmp_path / "harnesses")
+
+    command = adapter.command(run)
+
+    config = tomllib.loads((Path(command.env["CODEX_HOME"]) / "config.toml").read_text())
+    provider = config["model_providers"][config["model_provider"]]
+    assert provider["base_url"] == BASE_URL and provider["wire_api"] == "responses"
+    assert command.env[provider["env_key"]] == "openforge-rollout"
+    assert config["model"] == "openforge-policy" and config["model_max_output_tokens"] == 300
+    assert Path(command.env["CODEX_HOME"]).is_relative_to(run.scratch_dir)
+    assert command.argv[1] == "exec" and command.argv[-2:] == ["--", run.prompt]
+    assert command.argv[command.argv.index("--cd") + 1] == str(run.workspace)
+
+
+def test_openclaw_reads_a_config_file_and_the_prompt_from_a_file(run: HarnessRun, tmp_path: Path) -> None:
+    adapter = _installed("openclaw", tmp_path / "harnesses")
+
+    command = adapter.command(run)
+
+    argv = command.argv
+    config = json.loads(Path(argv[argv.index("--config") + 1]).read_text())
+    provider = config["models"]["providers"]["openforge"]
+    assert provider["baseUrl"] == BASE_URL and provider["api"] == "openai-completions"
+    assert provider["models"][0]["maxTokens"] == 300
+    assert argv[argv.index("--model") + 1] == "openforge/openforge-policy"
+    assert Path(argv[argv.index("--message-file") + 1]).read_text() == run.prompt
+    assert int(argv[argv.index("--timeout") + 1]) < run.time_limit_s  # it must answer before the runner kills it
+    assert Path(command.env["TMPDIR"]).is_relative_to(run.scratch_dir)
+
+
+def test_mini_swe_agent_gets_its_settings_as_json_values(run: HarnessRun, tmp_path: Path) -> None:
+    adapter = _installed("mini-swe-agent", tmp_path / "harnesses")
+
+    command = adapter.command(run)
+
+    argv = command.argv
+    settings = dict(argv[i + 1].split("=", 1) for i, arg in enumerate(argv) if arg == "--config" and "=" in argv[i + 1])
+    assert json.loads(settings["model.model_kwargs.api_base"]) == BASE_URL
+    assert json.loads(settings["agent.step_limit"]) == 6
+    assert json.loads(settings["model.model_kwargs.max_tokens"]) == 300
+    assert f"--task={run.prompt}" in argv and "--exit-immediately" in argv
+    assert command.env["OPENAI_API_KEY"] == "openforge-rollout"
+    assert command.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"  # no price-list download at start-up
+    assert command.env["PATH"].startswith(str(adapter.folder / "venv" / "bin"))
+
+
+@pytest.mark.parametrize(
+    ("name", "stdout", "files", "expected"),
+    [
+        ("claude-code", '{"type":"result","is_error":false,"result":"done","num_turns":2}', {}, "done"),
+        ("claude-code", "not json", {}, None),
+        ("openclaw", 'log line\n{\n  "ok": true,\n  "final": "done"\n}\n', {}, "done"),
+        ("openclaw", '{"ok": false, "error": "timeout"}', {}, None),
+        ("codex", "", {"last-message.txt": "done"}, "done"),
+        ("codex", "", {}, None),
+        ("mini-swe-agent", "", {"traj.json": '{"info": {"exit_status": "Submitted", "submission": "done\\n"}}'}, "done\n"),
+        ("mini-swe-agent", "", {"traj.json": '{"info": {"exit_status": "LimitsExceeded"}}'}, None),
+    ],
+)
+def test_final_answer_is_read_where_each_harness_leaves_it(
+    name: str, stdout: str, files: dict[str, str], expected: str | None, run: HarnessRun, tmp_path: Path
+) -> None:
+    for filename, text in files.items():
+        (run.scratch_dir / filename).write_text(text)
+
+    assert get_harness(name, home=tmp_path).final_answer(run, stdout) == expected
