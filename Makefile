@@ -8,11 +8,12 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install test run bench-proxy bench-learning bench-overhead clean help
+.PHONY: install harnesses test run bench-proxy bench-learning bench-overhead clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
 	@echo "make test         set up and run the whole test suite"
+	@echo "make harnesses    install the pinned agent harnesses (a no-op when they are there)"
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
@@ -25,7 +26,11 @@ $(INSTALLED): pyproject.toml
 
 install: $(INSTALLED)
 
-test: $(INSTALLED)
+# Claude Code, Codex, OpenClaw, mini-swe-agent into .openforge/harnesses (~2.4 GB).
+harnesses: $(INSTALLED)
+	$(BIN)/openforge harness install --all
+
+test: $(INSTALLED) harnesses
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 run: $(INSTALLED)
