@@ -35,6 +35,10 @@ def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
     for index, message in enumerate(request["messages"]):
         messages.extend(_message(message, f"messages[{index}]", notes))
     chat: dict[str, Any] = {"model": request.get("model"), "messages": messages, "max_tokens": request["max_tokens"]}
+    if messages and messages[-1]["role"] == "assistant" and not messages[-1].get("tool_calls"):
+        # A prefill: Anthropic continues the final assistant text; vLLM does so when told.
+        chat["continue_final_message"], chat["add_generation_prompt"] = True, False
+        notes.mapped.append(f"messages[{len(request['messages']) - 1}] final assistant text -> continue_final_message")
     for source, target in _SAMPLING:
         if request.get(source) is not None:
             chat[target] = request[source]

@@ -98,6 +98,14 @@ def test_claude_code_request_is_translated_to_chat_and_the_translation_recorded(
     assert call.response["content"] == [{"type": "text", "text": fake_engine.TEXT}]
 
 
+def test_final_assistant_text_is_continued_like_an_anthropic_prefill(fake_proxy: str, fake_engine) -> None:
+    prefill = [{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "The colour is"}]
+    _client(fake_proxy).messages.create(model="m", max_tokens=8, messages=prefill)
+    sent = fake_engine.requests[-1]
+    assert sent["continue_final_message"] is True and sent["add_generation_prompt"] is False
+    assert sent["messages"][-1] == {"role": "assistant", "content": "The colour is"}
+
+
 def test_sdk_gets_a_message_with_usage_and_end_turn(fake_proxy: str, fake_engine) -> None:
     message = _client(fake_proxy).messages.create(model="claude-x", max_tokens=16, messages=[{"role": "user", "content": "hi"}])
     assert message.content[0].text == fake_engine.TEXT and message.model == "claude-x"
