@@ -1,0 +1,158 @@
+"""Measure the pipeline's own overhead: where the quickstart's iteration time goes, and rollouts per minute.
+
+    .venv/bin/python benchmarks/bench_overhead.py             # the `bench-overhead` make target
+    .venv/bin/python benchmarks/bench_overhead.py --no-doc    # same runs, docs untouched
+
+Runs examples/quickstart.yaml (all its iterations) through ``run_experiment`` into a fresh
+store under .bench/overhead/, timing it from outside: the executor's node events, the
+proxy's recorded calls, the harness and verifier processes, and the trainer's update
+re-run on the stored batch. Each iteration's wall time is split into model, harness and
+overhead (``overhead/breakdown.py`` defines the split). Then one iteration of the
+quickstart at each rollout concurrency of ``SWEEP`` for rollouts per minute, and the
+start-up cost of each kind of process, measured apart. Rewrites the "Pipeline overhead"
+section of docs/benchmarks.md. Exits 1 when the overhead target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, write_section
+from benchmarks.overhead import report
+from benchmarks.overhead.breakdown import Split, split_iteration
+from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
+from benchmarks.pipeline_runs import bench_config, run_fresh
+from components.core.config import ExperimentConfig
+from components.core.storage import open_store
+
+QUICKSTART = REPO / "examples" / "quickstart.yaml"
+# concurrency -> samples per task (the quickstart has 4 tasks): enough rollouts to fill
+# every slot at least once while the whole sweep stays within a few minutes.
+SWEEP = {1: 2, 8: 8, 32: 8}
+_CLI = ["pipelines.cli"]
+STARTUP_PROBES: dict[str, list[str]] = {
+    "bare interpreter": [],
+    "any step, sidecar or runner: the openforge CLI": _CLI,
+    "rollout runner": [*_CLI, "components.rollout.runner"],
+    "proxy sidecar": [*_CLI, "components.proxy.serve"],
+    "serve (dev engine)": [*_CLI, "components.engine.server", "torch", "transformers"],
+    "train": [*_CLI, "components.trainer.step", "torch", "transformers", "verl.trainer.ppo.core_algos", "verl.workers.config"],
+    "commit (MLflow, reward plot)": [*_CLI, "mlflow", "matplotlib.figure"],
+}
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def measure(config: ExperimentConfig, root: Path) -> tuple[float, list[Split]]:
+    """Run ``config`` afresh in ``root``; the run's wall time and each iteration's split."""
+
+    log = EventLog()
+    with log.attached(), ProcessWatch() as watch:
+        finished = run_fresh(config, root)
+    store = open_store(config.storage.uri)
+    splits = []
+    for iteration, events in sorted(log.iterations.items()):
+        wall = finished.logged[iteration]["time/iteration_s"]
+        calls = model_call_spans(store, config.name, iteration)
+        update = update_seconds(store, config, iteration)
+        splits.append(split_iteration(iteration, events, wall, calls, watch.lifetimes, update))
+    return finished.wall_s, splits
+
+
+def startup_seconds(modules: list[str], repeats: int = 2) -> float:
+    """Best wall time of a fresh interpreter importing ``modules`` (the process's fixed cost)."""
+    code = "import " + ", ".join(modules) if modules else "pass"
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    best = math.inf
+    for _ in range(repeats):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True, capture_output=True)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def warm_start_seconds(repeats: int = 3) -> float:
+    """Best wall time of `openforge --help` forked from a ready warm-start server, to its exit."""
+    from components.core.services import openforge_argv
+    from pipelines.executor import WarmStarts
+
+    best = math.inf
+    with WarmStarts() as warm, tempfile.TemporaryDirectory() as scratch:
+        if not warm.wait_ready(300):
+            raise RuntimeError("the warm-start server did not become ready within 300 s")
+        for _ in range(repeats):
+            started = time.perf_counter()
+            warm.spawn(openforge_argv("--help"), REPO, dict(os.environ), Path(scratch) / "help.log").wait(60)
+            best = min(best, time.perf_counter() - started)
+    return best
+
+
+def run(workdir: Path, doc: bool) -> int:
+    os.chdir(REPO)  # the configs' relative task folders resolve from the repository
+    date, load_before = now_text(), os.getloadavg()
+    _log("quickstart: every iteration, timed")
+    config = bench_config(QUICKSTART, workdir / "quickstart")
+    quickstart_wall, quickstart = measure(config, workdir / "quickstart")
+
+    sweep = []
+    for concurrency, samples in SWEEP.items():
+        _log(f"one iteration at concurrency {concurrency} ({samples} samples per task)")
+        root = workdir / f"concurrency-{concurrency}"
+        overrides = {"iterations": 1, "rollout.concurrency": concurrency, "rollout.samples_per_task": samples}
+        _, (split,) = measure(bench_config(QUICKSTART, root, overrides), root)
+        sweep.append(report.SweepPoint(concurrency, samples, split))
+
+    _log("start-up costs")
+    startup = {name: (modules, startup_seconds(modules)) for name, modules in STARTUP_PROBES.items()}
+    warm_s = warm_start_seconds()
+    load_after = os.getloadavg()
+
+    print("\n".join(report.terminal_lines(quickstart, sweep, startup)))
+    print(f"warm start of an openforge container (fork, `--help`, exit): {warm_s:.3f} s")
+    if doc:
+        info = report.RunInfo(
+            command=".venv/bin/python benchmarks/bench_overhead.py", date=date, machine=machine_summary(),
+            load_before=load_before, load_after=load_after, quickstart_wall_s=quickstart_wall, warm_start_s=warm_s,
+        )  # fmt: skip
+        r, h = config.rollout, config.harness
+        quickstart_text = (
+            f"`examples/quickstart.yaml` as shipped: {config.iterations} iterations, {r.samples_per_task} samples "
+            f"of each task, {r.concurrency} rollouts at once, the `{h.name}` harness with up to {h.max_turns} "
+            f"model calls of at most {h.max_tokens} tokens, the tiny CPU model on the dev engine; store and MLflow "
+            "database in `.bench/overhead/quickstart/`."
+        )
+        sweep_text = (
+            "One iteration of the quickstart (iteration 0) per concurrency, with "
+            + ", ".join(f"{s} samples per task at concurrency {c}" for c, s in SWEEP.items())
+            + " (4 tasks). *Rollout phase* = first rollout pod started to last one ended. The machine has "
+            "2 cores: each rollout runs 4 Python processes (runner, proxy sidecar, harness, verifier), so "
+            "beyond a few concurrent rollouts they queue for the CPU, not for the engine."
+        )
+        write_section(report.SECTION, report.section_markdown(info, quickstart, sweep, startup, quickstart_text, sweep_text))
+        _log(f"wrote the {report.SECTION!r} section of {DOC}")
+    return 0 if report.target_met(quickstart) else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "overhead",
+                        help="stores, MLflow databases and executor folders; emptied first (default: .bench/overhead)")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args()
+    sys.exit(run(args.workdir.resolve(), doc=not args.no_doc))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""The pipeline-overhead benchmark's parts: probes that time a run, the split, the report."""
