@@ -20,7 +20,8 @@ from components.proxy.surfaces.base import TranslationNotes
 
 # Top-level fields that are translated; every other field is recorded as ignored.
 _TRANSLATED = frozenset(
-    {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p", "top_k", "tools", "tool_choice", "stream"}
+    {"model", "messages", "system", "max_tokens", "stop_sequences", "temperature", "top_p", "top_k"}
+    | {"tools", "tool_choice", "stream"}
 )
 _SAMPLING = (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k"), ("stop_sequences", "stop"))
 _TOOL_FIELDS = frozenset({"name", "description", "input_schema", "type"})

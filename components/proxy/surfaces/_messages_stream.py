@@ -114,9 +114,10 @@ class MessagesStream:
         reason, sequence = stop_reason(self._finish, self._engine_stop, self._request)
         final = usage(self._usage, prompt_tokens=self._prompt_tokens)
         delta_usage = {"input_tokens": final["input_tokens"], "output_tokens": final["output_tokens"]}
+        delta = {"stop_reason": reason, "stop_sequence": sequence}
         return (
             head
             + self._close()
-            + _event("message_delta", {"delta": {"stop_reason": reason, "stop_sequence": sequence, "stop_details": None}, "usage": delta_usage})
+            + _event("message_delta", {"delta": {**delta, "stop_details": None}, "usage": delta_usage})
             + _event("message_stop", {})
         )

@@ -122,9 +122,8 @@ def response_from_chat(chat: dict[str, Any], request: dict[str, Any]) -> dict[st
     names = tool_names(request.get("tools"))
     for position, call in enumerate(message.get("tool_calls") or ()):
         function = call.get("function") or {}
-        output.append(
-            function_call_item(ids, position, ids.call_id(call, position), function.get("name") or "", function.get("arguments") or "", names)
-        )
+        name, arguments = function.get("name") or "", function.get("arguments") or ""
+        output.append(function_call_item(ids, position, ids.call_id(call, position), name, arguments, names))
     status, incomplete = status_of(choice.get("finish_reason"))
     return response_body(
         request, ids, chat.get("created"), chat.get("model"),

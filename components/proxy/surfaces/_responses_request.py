@@ -17,9 +17,15 @@ from components.proxy.surfaces._checks import list_at, object_at, string_at
 from components.proxy.surfaces.base import TranslationNotes
 
 _TRANSLATED = frozenset(
-    {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens", "temperature", "top_p", "stream"}
+    {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens"}
+    | {"temperature", "top_p", "stream"}
 )
-_PASSED = (("max_output_tokens", "max_tokens"), ("temperature", "temperature"), ("top_p", "top_p"), ("parallel_tool_calls", "parallel_tool_calls"))
+_PASSED = (
+    ("max_output_tokens", "max_tokens"),
+    ("temperature", "temperature"),
+    ("top_p", "top_p"),
+    ("parallel_tool_calls", "parallel_tool_calls"),
+)
 _TEXT_PARTS = ("input_text", "output_text", "text")
 _NAMESPACE_JOIN = "__"
 _CHAT_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
@@ -89,7 +95,9 @@ def _item(item: Any, path: str, messages: list[dict[str, Any]], notes: Translati
         messages.append({"role": _CHAT_ROLES[role], "content": _text(item.get("content"), f"{path}.content", notes)})
     elif kind == "function_call":
         namespace = item.get("namespace")
-        name = flat_name(string_at(namespace, f"{path}.namespace") if namespace is not None else None, string_at(item.get("name"), f"{path}.name"))
+        if namespace is not None:
+            string_at(namespace, f"{path}.namespace")
+        name = flat_name(namespace, string_at(item.get("name"), f"{path}.name"))
         call = {
             "id": string_at(item.get("call_id"), f"{path}.call_id"),
             "type": "function",
@@ -149,7 +157,8 @@ def _tools(tools: Any, notes: TranslationNotes) -> list[dict[str, Any]]:
                 else:
                     notes.dropped.append(f"{where}.tools[{position}] (type {member.get('type')})")
             chat_tools.extend(flattened)
-            notes.mapped.append(f"{where} namespace {namespace!r} -> {len(flattened)} functions named {namespace}{_NAMESPACE_JOIN}<name>")
+            pattern = flat_name(namespace, "<name>")
+            notes.mapped.append(f"{where} namespace {namespace!r} -> {len(flattened)} functions named {pattern}")
         else:  # web_search, file_search, custom (freeform), local_shell, ...: not function calls the engine can make
             notes.dropped.append(f"{where} (type {kind})")
     return chat_tools
@@ -171,7 +180,9 @@ def _tool_choice(choice: Any, chat: dict[str, Any], notes: TranslationNotes) -> 
         return
     if isinstance(choice, str):
         if choice not in ("auto", "none", "required"):
-            raise bad_request(f"'tool_choice' must be 'auto', 'none', 'required' or an object, got {choice!r}", param="tool_choice")
+            raise bad_request(
+                f"'tool_choice' must be 'auto', 'none', 'required' or an object, got {choice!r}", param="tool_choice"
+            )
     else:
         object_at(choice, "tool_choice")
     if choice == "none":

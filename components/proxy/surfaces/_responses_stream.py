@@ -75,7 +75,8 @@ class ResponsesStream:
         return self._event("response.created", response=response) + self._event("response.in_progress", response=response)
 
     def _body(self, status: str, **fields: Any) -> dict[str, Any]:
-        return response_body(self._request, self._ids, self._head.get("created"), self._head.get("model"), status=status, output=list(self._output), **fields)
+        created, model = self._head.get("created"), self._head.get("model")
+        return response_body(self._request, self._ids, created, model, status=status, output=list(self._output), **fields)
 
     def _choice(self, choice: dict[str, Any], out: list[bytes]) -> None:
         delta = choice.get("delta") or {}
@@ -106,7 +107,8 @@ class ResponsesStream:
             head = self._close()
             self._calls[index] = len(self._output)
             call_id = self._ids.call_id(call, index)
-            self._open = function_call_item(self._ids, index, call_id, function.get("name") or "", "", self._names, status="in_progress")
+            name = function.get("name") or ""
+            self._open = function_call_item(self._ids, index, call_id, name, "", self._names, status="in_progress")
             head += self._event("response.output_item.added", output_index=len(self._output), item=self._open)
         arguments = function.get("arguments")
         if not arguments or self._open is None or self._calls[index] != len(self._output):
