@@ -14,7 +14,7 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, AsyncIterator
+from typing import Any
 
 import aiohttp
 import orjson
@@ -192,24 +192,31 @@ class CallHandler:
         out = web.StreamResponse(status=200, headers=_SSE_HEADERS)
         translator = surface.stream(call.request)
         assembler = ChatStreamAssembler()
-        batches = self._event_batches(resp)
+        parser = SSEParser()
+        content = resp.content
         failure: ProxyError | None = None
         saw_done = False
         try:
             await out.prepare(request)
-            async for payloads in batches:
+            # Read, translate and write in this one loop, no generator in between: each
+            # await layer costs a resumption per read on the proxy's hottest path.
+            while not saw_done:
+                try:
+                    data = await content.readany()  # b"" once the upstream ended
+                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                    raise self._upstream.failure(exc) from exc
                 pieces = []
-                for payload in payloads:
+                for payload in parser.feed(data) if data else parser.close():
                     if payload == DONE:
                         saw_done = True
                         break
                     chunk = _decode_upstream(payload)
                     assembler.add(chunk)
                     pieces.append(translator.event(chunk))
-                data = b"".join(pieces)
-                if data:  # an empty write would be pointless (suppressed chunks, a lone [DONE])
-                    await out.write(data)
-                if saw_done:
+                events = b"".join(pieces)
+                if events:  # an empty write would be pointless (suppressed chunks, a lone [DONE])
+                    await out.write(events)
+                if not data:
                     break
         except ProxyError as err:
             failure = err
@@ -235,27 +242,9 @@ class CallHandler:
             await out.write_eof(translator.error(failure) if failure else translator.end())
         except ConnectionError:
             return out
-        if saw_done:
-            await _drain(batches)
+        if saw_done and not content.at_eof():  # usually the upstream's end came with [DONE]
+            await _drain(content)
         return out
-
-    async def _event_batches(self, resp: aiohttp.ClientResponse) -> AsyncIterator[list[bytes]]:
-        """The upstream's SSE data payloads, grouped by network read; upstream failures as ProxyError."""
-        parser = SSEParser()
-        reader = resp.content.iter_any()
-        while True:
-            try:
-                data = await reader.__anext__()
-            except StopAsyncIteration:
-                break
-            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-                raise self._upstream.failure(exc) from exc
-            payloads = parser.feed(data)
-            if payloads:
-                yield payloads
-        rest = parser.close()
-        if rest:
-            yield rest
 
     async def _record_quietly(self, call: _Call, surface: Surface, assembler: ChatStreamAssembler, error: str) -> None:
         try:
@@ -292,13 +281,13 @@ class CallHandler:
             await self._recorder.sync([call.session_id])
 
 
-async def _drain(batches: AsyncIterator[list[bytes]]) -> None:
+async def _drain(content: aiohttp.StreamReader) -> None:
     """Read the upstream to its end after [DONE] so its connection can be reused."""
     try:
         async with asyncio.timeout(_DRAIN_TIMEOUT_S):
-            async for _ in batches:
+            while await content.readany():
                 pass
-    except (ProxyError, TimeoutError):
+    except (aiohttp.ClientError, OSError, TimeoutError):
         pass  # the connection is closed instead of reused
 
 

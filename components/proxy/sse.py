@@ -13,18 +13,11 @@ class SSEParser:
 
     def feed(self, data: bytes) -> list[bytes]:
         buffer = self._buffer + data if self._buffer else data
-        if b"\r" in buffer:
+        if _CR in buffer:
             # A lone trailing "\r" waits in the buffer for its "\n" from the next read.
             buffer = buffer.replace(b"\r\n", b"\n")
-        events: list[bytes] = []
-        start = 0
-        while (end := buffer.find(b"\n\n", start)) >= 0:
-            payload = _event_data(buffer[start:end])
-            if payload is not None:
-                events.append(payload)
-            start = end + 2
-        self._buffer = buffer[start:]
-        return events
+        *blocks, self._buffer = buffer.split(b"\n\n")
+        return [payload for block in blocks if (payload := _event_data(block)) is not None]
 
     def close(self) -> list[bytes]:
         """Whatever event the stream ended on without its blank line."""
@@ -33,8 +26,13 @@ class SSEParser:
         return [payload] if payload is not None else []
 
 
+# Byte values, not one-byte strings: `int in bytes` is a plain scan, while `bytes in bytes`
+# first tries the needle as an int and raises and clears a TypeError on every test.
+_CR, _LF = 13, 10
+
+
 def _event_data(block: bytes) -> bytes | None:
-    if block.startswith(b"data: ") and b"\n" not in block:  # the common one-line event
+    if _LF not in block and block[:6] == b"data: ":  # the common one-line event
         return block[6:]
     lines = [line[5:].removeprefix(b" ") for line in block.split(b"\n") if line.startswith(b"data:")]
     return b"\n".join(lines) if lines else None  # comments and event/id-only blocks carry no data
