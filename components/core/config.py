@@ -13,7 +13,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from components.core.trainer_config import TrainerConfig
 from components.core.validation import describe_errors
+from components.core.vllm_config import VllmConfig
 
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -40,6 +42,7 @@ class EngineConfig(_Section):
     kind: Literal["dev", "vllm"] = Field("dev", description="`dev`: CPU dev engine; `vllm`: vllm serve (GPU).")
     max_model_len: int = Field(32768, gt=0, description="Longest prompt + completion the engine accepts.")
     startup_timeout_s: float = Field(120.0, gt=0, description="How long to wait for the engine to be healthy.")
+    vllm: VllmConfig = Field(default_factory=VllmConfig)
 
 
 # The adapters of components/rollout/harnesses (a test keeps the two lists equal).
@@ -125,6 +128,7 @@ class ExperimentConfig(_Section):
     tasks: TasksConfig
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     algorithm: AlgorithmConfig = Field(default_factory=AlgorithmConfig)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
@@ -139,6 +143,18 @@ class ExperimentConfig(_Section):
                 "letter or digit, at most 40 characters (it names Argo objects)"
             )
         return value
+
+    @model_validator(mode="after")
+    def _lora_is_served(self) -> "ExperimentConfig":
+        # A LoRA policy exists only as base + adapter: only vLLM can serve it as trained.
+        lora = self.trainer.lora
+        if lora.enabled and self.engine.kind != "vllm":
+            raise ValueError("trainer.lora.rank > 0 needs engine.kind 'vllm' (the dev engine cannot load adapters)")
+        if lora.rank > self.engine.vllm.max_lora_rank:
+            raise ValueError(
+                f"trainer.lora.rank {lora.rank} exceeds engine.vllm.max_lora_rank {self.engine.vllm.max_lora_rank}; raise the latter"
+            )
+        return self
 
 
 class ConfigError(ValueError):

@@ -1,0 +1,43 @@
+"""``engine.vllm``: how the serve step runs ``vllm serve`` when ``engine.kind`` is ``vllm``.
+
+The flags recorded training depends on (token ids, processed logprobs, no sampling
+defaults from the checkpoint, runtime LoRA loading) are not settings: the command
+builder in ``components/engine/vllm_launch.py`` always adds them. These are the knobs
+that legitimately differ between deployments.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+
+
+class VllmConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    served_model_name: str = Field(
+        "policy", description="Model name the engine serves (the policy's LoRA adapter has this name)."
+    )
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs one engine replica spans.")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="Share of GPU memory vLLM may take.")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "bfloat16", description="Weights and activations dtype (the trainer's export is bfloat16)."
+    )
+    tool_call_parser: str | None = Field(
+        "hermes", description="vLLM tool-call parser (Qwen2.5: hermes); null serves without tool parsing."
+    )
+    max_lora_rank: int = Field(64, ge=1, description="Largest adapter rank the engine accepts (>= trainer.lora.rank).")
+    extra_args: list[str] = Field(default_factory=list, description="More `vllm serve` arguments, appended last.")
+    env: dict[str, str] = Field(default_factory=dict, description="More environment variables for vLLM.")
+
+    @field_validator("served_model_name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        # It doubles as a LoRA adapter name and a URL-less identifier in records.
+        if not _MODEL_NAME.match(value):
+            raise ValueError(f"served_model_name {value!r} must be letters, digits, '.', '_' or '-'")
+        return value
