@@ -4,6 +4,10 @@ Behaves like vLLM's ``hermes`` parser: text before the first ``<tool_call>`` is 
 message content; a tool call whose JSON does not parse leaves the whole text as content
 and no tool calls. Streaming sends the content first, then for each call one delta with
 its id and name, then the raw text of its ``arguments`` object piece by piece.
+
+Shared by the dev engine (its chat endpoint) and the recording proxy (which turns the
+engine's text completions back into chat answers when it sends token-id prompts), so
+both read a model's tool calls the same way.
 """
 
 from __future__ import annotations
@@ -91,6 +95,42 @@ class StreamingToolParser:
         piece = text[self._content_sent : sendable]
         self._content_sent = sendable
         return piece
+
+
+def parses_tools(tools: Any, tool_choice: Any) -> bool:
+    """Whether a chat request gets its tool calls parsed: vLLM's default once tools are given."""
+    return bool(tools) and tool_choice != "none"
+
+
+def chat_answer(text: str, finish_reason: str | None, parse: bool) -> tuple[str | None, list[dict[str, Any]], str | None]:
+    """``(content, tool_calls, finish_reason)`` of a finished generation, as a chat message has them."""
+    if not parse:
+        return text, [], finish_reason
+    content, tool_calls = extract_tool_calls(text)
+    return content, tool_calls, "tool_calls" if tool_calls and finish_reason == "stop" else finish_reason
+
+
+class ChatDeltas:
+    """Generated text, piece by piece, as the ``delta`` objects of chat completion chunks."""
+
+    def __init__(self, parse: bool) -> None:
+        self._parser = StreamingToolParser() if parse else None
+        self._text = ""
+
+    def feed(self, piece: str, finished: bool) -> dict[str, Any] | None:
+        """The delta for the next piece; None when nothing is ready to send (a tag being held back)."""
+        if self._parser is None:
+            return {"content": piece}
+        self._text += piece
+        content, tool_deltas = self._parser.feed(self._text, final=finished)
+        if not (content or tool_deltas):
+            return None
+        return {"content": content, "tool_calls": tool_deltas} if tool_deltas else {"content": content}
+
+    def finish_reason(self, reason: str | None) -> str | None:
+        """The chat finish reason: a generation that ended normally after a tool call reports ``tool_calls``."""
+        called = self._parser is not None and self._parser.called_tools
+        return "tool_calls" if called and reason == "stop" else reason
 
 
 def _call_bodies(text: str) -> list[str]:

@@ -8,6 +8,10 @@ vLLM's ``hermes`` tool parser reads the model's output the same way on both.
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 # A raw string: the `\n` inside the Jinja string literals are Jinja escapes, exactly as
 # they appear in Qwen2.5's tokenizer_config.json once its JSON is decoded.
 CHAT_TEMPLATE = r"""{%- if tools %}
@@ -65,3 +69,26 @@ CHAT_TEMPLATE = r"""{%- if tools %}
     {{- '<|im_start|>assistant\n' }}
 {%- endif %}
 """
+
+_TURN_START = "<|im_start|>assistant"
+_GENERATION_PROMPT = _TURN_START + "\n"
+_TOOLS_BLOCK = re.compile(r"<tools>\n(.*?)\n</tools>", re.DOTALL)
+
+
+def read_prompt(prompt: str) -> tuple[int, list[dict[str, Any]] | None] | None:
+    """(assistant turns so far, declared tools) of a prompt this template rendered with its
+    generation prompt, or None for any other prompt.
+
+    Scripted mode needs both to pick and resolve its turn when a client sends the rendered
+    prompt itself (token ids to ``/v1/completions``) instead of the messages.
+    """
+    if not prompt.endswith(_GENERATION_PROMPT):
+        return None
+    tools_block = _TOOLS_BLOCK.search(prompt)  # the first one is the system block's
+    tools = None
+    if tools_block is not None:
+        try:
+            tools = [json.loads(line) for line in tools_block.group(1).split("\n") if line.strip()]
+        except json.JSONDecodeError:
+            tools = None
+    return prompt.count(_TURN_START) - 1, tools

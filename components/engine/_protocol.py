@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from components.core.tool_calls import parses_tools
+
 MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs
 
 
@@ -155,8 +157,7 @@ class ChatRequest(_Generation):
 
     @property
     def parses_tools(self) -> bool:
-        # vLLM defaults tool_choice to "auto" when tools are given (hermes parser on).
-        return bool(self.tools) and self.tool_choice != "none"
+        return parses_tools(self.tools, self.tool_choice)
 
     def tool_dicts(self) -> list[dict[str, Any]] | None:
         return tool_dicts(self.tools)
@@ -164,17 +165,11 @@ class ChatRequest(_Generation):
 
 class CompletionRequest(_Generation):
     prompt: str | list[int] | list[str] | list[list[int]]
+    # Left out, max_tokens is 16 (OpenAI's default); an explicit null means no limit of the
+    # request's own, as in vLLM: the context left, capped by generation_config.json.
     max_tokens: int | None = Field(16, ge=1)
     logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     add_special_tokens: bool = True
-
-    @model_validator(mode="before")
-    @classmethod
-    def _default_max_tokens(cls, data: Any) -> Any:
-        # vLLM reads an explicit null as "use the default of 16".
-        if isinstance(data, dict) and data.get("max_tokens", 16) is None:
-            data = {**data, "max_tokens": 16}
-        return data
 
     def single_prompt(self) -> str | list[int]:
         prompt = self.prompt

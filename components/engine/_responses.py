@@ -12,7 +12,7 @@ from typing import Any
 
 from components.engine._generation import Step
 from components.engine._protocol import ChatRequest, CompletionRequest
-from components.engine._tool_parser import StreamingToolParser, extract_tool_calls
+from components.core.tool_calls import ChatDeltas, chat_answer
 
 
 def new_id(prefix: str) -> str:
@@ -86,14 +86,8 @@ def _finish(steps: list[Step]) -> tuple[str | None, str | int | None]:
 def chat_response(
     req: ChatRequest, model: str, prompt_ids: list[int], steps: list[Step], text: TokenText
 ) -> dict[str, Any]:
-    generated = "".join(s.text for s in steps)
     finish_reason, stop_reason = _finish(steps)
-    content: str | None = generated
-    tool_calls: list[dict[str, Any]] = []
-    if req.parses_tools:
-        content, tool_calls = extract_tool_calls(generated)
-        if tool_calls and finish_reason == "stop":
-            finish_reason = "tool_calls"
+    content, tool_calls, finish_reason = chat_answer("".join(s.text for s in steps), finish_reason, req.parses_tools)
     message: dict[str, Any] = {
         "role": "assistant",
         "content": content,
@@ -136,8 +130,7 @@ class ChatStream:
         self._prompt_ids = prompt_ids
         self._text = text
         self._head = _chunk_head("chatcmpl", "chat.completion.chunk", model)
-        self._tools = StreamingToolParser() if req.parses_tools else None
-        self._generated = ""
+        self._deltas = ChatDeltas(req.parses_tools)
         self._count = 0
         options = req.stream_options
         self._usage_each = bool(options and options.continuous_usage_stats)
@@ -153,15 +146,7 @@ class ChatStream:
 
     def step(self, step: Step) -> dict[str, Any] | None:
         self._count += 1
-        self._generated += step.text
-        delta: dict[str, Any] | None
-        if self._tools is not None:
-            content, tool_deltas = self._tools.feed(self._generated, final=step.finish_reason is not None)
-            delta = None
-            if content or tool_deltas:
-                delta = {"content": content, "tool_calls": tool_deltas} if tool_deltas else {"content": content}
-        else:
-            delta = {"content": step.text}
+        delta = self._deltas.feed(step.text, finished=step.finish_reason is not None)
         logprobs = chat_logprobs(self._text, [step]) if self._req.logprobs else None
         if delta is None:
             if step.finish_reason is None and logprobs is None and not self._req.return_token_ids:
@@ -171,9 +156,7 @@ class ChatStream:
         if step.finish_reason is None:
             choice["finish_reason"] = None
         else:
-            tools_called = self._tools is not None and self._tools.called_tools
-            called = tools_called and step.finish_reason == "stop"
-            choice["finish_reason"] = "tool_calls" if called else step.finish_reason
+            choice["finish_reason"] = self._deltas.finish_reason(step.finish_reason)
             choice["stop_reason"] = step.stop_reason
         choice["token_ids"] = [step.token_id] if self._req.return_token_ids else None
         chunk = {**self._head, "choices": [choice]}

@@ -10,6 +10,7 @@ import orjson
 from aiohttp import web
 
 from components.engine._chat_render import encode, normalize_messages, render_chat, scripted_reply_ids
+from components.engine._chat_template import read_prompt
 from components.engine._engine import DevEngine
 from components.engine._generation import Step
 from components.engine._protocol import (
@@ -90,7 +91,8 @@ class Routes:
         else:
             prompt_ids = self._checked_ids(prompt, "prompt")
         params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, param="prompt")
-        steps = self.engine.generate(prompt_ids, params)
+        forced = await self.engine.prepare(self._scripted_completion, prompt_ids) if self.script else None
+        steps = self.engine.generate(prompt_ids, params, forced)
         if req.stream:
             stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text)
             return await _send_events(request, _completion_chunks(stream, steps))
@@ -110,9 +112,27 @@ class Routes:
         )
         forced = None
         turn = self.script.turn_for(messages) if self.script else None
-        if turn is not None:
+        if turn is not None and not turn.free:
             forced = scripted_reply_ids(tokenizer, messages, tools, turn.as_message(tools))
         return encode(tokenizer, text, add_special_tokens=req.add_special_tokens), forced
+
+    def _scripted_completion(self, prompt_ids: list[int]) -> list[int] | None:
+        """The script's turn for a chat prompt sent as token ids, as the chat endpoint would play it.
+
+        A client holding the conversation's tokens (the recording proxy, to keep the ids
+        the policy sampled) sends the rendered prompt itself; the turn and the tools are
+        read back from it.
+        """
+        tokenizer = self.engine.tokenizer
+        read = read_prompt(tokenizer.decode(prompt_ids, skip_special_tokens=False))
+        if read is None:
+            return None
+        turns_so_far, tools = read
+        turn = self.script.turn_at(turns_so_far)
+        if turn is None or turn.free:
+            return None
+        placeholder = [{"role": "user", "content": ""}]  # a Qwen2.5 assistant turn renders the same after any history
+        return scripted_reply_ids(tokenizer, placeholder, tools, turn.as_message(tools))
 
     def _sampling(
         self,

@@ -107,6 +107,15 @@ class ScriptedTurn(BaseModel):
 
     content: str = ""
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    free: bool = Field(
+        False, description="The model samples this turn itself (tokens it chose, as a real policy's are)."
+    )
+
+    @model_validator(mode="after")
+    def _free_alone(self) -> "ScriptedTurn":
+        if self.free and (self.content or self.tool_calls):
+            raise ValueError("a free turn is sampled by the model: it takes no content or tool_calls")
+        return self
 
     def as_message(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """The assistant message the chat template renders for this turn, given the request's tools."""
@@ -126,8 +135,11 @@ class Script(BaseModel):
 
     def turn_for(self, messages: list[dict[str, Any]]) -> ScriptedTurn | None:
         """The turn to play for this conversation, or None once the script is spent."""
-        index = sum(1 for m in messages if m.get("role") == "assistant")
-        return self.turns[index] if index < len(self.turns) else None
+        return self.turn_at(sum(1 for m in messages if m.get("role") == "assistant"))
+
+    def turn_at(self, index: int) -> ScriptedTurn | None:
+        """The turn after ``index`` assistant turns, or None once the script is spent."""
+        return self.turns[index] if 0 <= index < len(self.turns) else None
 
 
 class ScriptError(ValueError):

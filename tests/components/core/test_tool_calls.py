@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.engine._tool_parser import StreamingToolParser, extract_tool_calls
+from components.core.tool_calls import StreamingToolParser, extract_tool_calls
 
 TWO_CALLS = (
     'Sure.<tool_call>\n{"name": "read_file", "arguments": {"path": "a {b}.txt", "n": [1, 2]}}\n</tool_call>\n'

@@ -50,3 +50,12 @@ def test_string_prompt_streams_the_same_tokens_as_the_whole_answer(client: Any, 
 def test_default_max_tokens_is_sixteen_like_vllm(client: Any, dev_engine: EngineServer) -> None:
     resp = client.completions.create(model=dev_engine.model, prompt="a", extra_body={"ignore_eos": True})
     assert resp.usage.completion_tokens == 16
+
+
+def test_explicit_null_max_tokens_means_the_chat_default_like_vllm(client: Any, dev_engine: EngineServer) -> None:
+    # vLLM drops a null limit and takes the context left, capped by generation_config.json
+    # (256 for the tiny model): what a chat request without max_tokens gets.
+    resp = client.completions.create(
+        model=dev_engine.model, prompt="a", max_tokens=None, extra_body={"ignore_eos": True}
+    )
+    assert resp.usage.completion_tokens == 256

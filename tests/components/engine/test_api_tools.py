@@ -98,3 +98,21 @@ def test_past_the_last_turn_the_model_generates_freely(scripted: EngineServer, s
 def test_without_tools_in_the_request_the_call_stays_text(scripted: EngineServer, scripted_client: Any) -> None:
     resp = scripted_client.chat.completions.create(model=scripted.model, messages=[USER])
     assert resp.choices[0].message.content.startswith("<tool_call>") and resp.choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize("turn", [0, 1])
+def test_token_id_prompt_of_a_chat_plays_the_same_scripted_turn(
+    scripted: EngineServer, scripted_client: Any, turn: int
+) -> None:
+    # The recording proxy sends the rendered conversation as token ids to keep the ids the
+    # policy sampled; a scripted engine must play the turn the chat endpoint would, tool
+    # calls resolved against the tools read back from the prompt.
+    messages = [USER] if turn == 0 else _after_tool_call()
+    chat = scripted_client.chat.completions.create(
+        model=scripted.model, messages=messages, tools=[WEATHER_TOOL], extra_body=TRACE
+    )
+    text = scripted_client.completions.create(
+        model=scripted.model, prompt=chat.prompt_token_ids, max_tokens=64, extra_body=TRACE
+    )
+    assert text.choices[0].model_extra["token_ids"] == chat.choices[0].token_ids
+    assert text.choices[0].finish_reason == "stop"

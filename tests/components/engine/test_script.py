@@ -74,3 +74,10 @@ def test_script_file_with_an_ambiguous_call_names_the_problem(tmp_path: Path, ca
     path.write_text(json.dumps({"turns": [{"tool_calls": [call]}]}))
     with pytest.raises(ScriptError, match=problem):
         load_script(path)
+
+
+def test_free_turn_takes_no_content(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps({"turns": [{"free": True, "content": "x"}]}))
+    with pytest.raises(ScriptError, match="a free turn is sampled by the model"):
+        load_script(path)
