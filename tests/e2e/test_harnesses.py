@@ -45,9 +45,13 @@ class Case:
 
 
 WRITE_FILE = {"write_file": {"path": "greeting.txt", "content": GREETING}}
+SHELL_WRITE = {"shell": f"printf '%s' '{GREETING}' > greeting.txt"}
 CASES = {
+    # Claude Code's Write tool wants an absolute path, which the script cannot know.
+    "claude-code": Case(write=SHELL_WRITE, finish={"content": ANSWER}, egress=[]),
+    "codex": Case(write=SHELL_WRITE, finish={"content": ANSWER}, egress=[]),
     "mini-swe-agent": Case(
-        write={"shell": f"printf '%s' '{GREETING}' > greeting.txt"},
+        write=SHELL_WRITE,
         # mini ends on this command; what it prints after the marker is its submission.
         finish={"tool_calls": [{"shell": f"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT; echo {ANSWER}"}]},
         egress=[],
@@ -119,7 +123,7 @@ def test_harness_rollout_writes_the_file_through_proxy_and_scripted_engine(
     calls = read_session(tmp_path / "sessions" / f"{ROLLOUT_ID}.jsonl")  # checks call_index order
     _assert_every_call_recorded_with_tokens(calls)
     assert outcome.num_calls == len(calls)
-    assert outcome.extra["egress_refused"] == case.egress
+    assert outcome.extra["egress_refused"] == case.egress, outcome.extra["egress_refused"]
     connections = traced_connections(trace)
     assert any(c.port == port for c in connections), "strace saw no call to the proxy: the trace is broken"
     outside = off_loopback(connections)

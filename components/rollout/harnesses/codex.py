@@ -29,8 +29,18 @@ class Codex(HarnessAdapter):
             [
                 f"model = {_toml(run.model)}",
                 f"model_provider = {_toml(_PROVIDER)}",
-                f"model_max_output_tokens = {run.max_tokens}",
+                # 0.171.0 has no output-token limit for a provider (it ignores
+                # model_max_output_tokens): the engine's default applies.
                 "check_for_update_on_startup = false",
+                "",
+                # Its metrics exporter (OTLP to its vendor) is on by default, and at exit
+                # it waits ~20 s for the refused export.
+                "[analytics]",
+                "enabled = false",
+                "",
+                # The curated-plugin sync fetches a repository from GitHub at every start.
+                "[features]",
+                "plugins = false",
                 "",
                 f"[model_providers.{_PROVIDER}]",
                 f"name = {_toml(_PROVIDER)}",

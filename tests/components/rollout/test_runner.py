@@ -375,3 +375,15 @@ def test_sigterm_to_the_rollout_step_kills_the_harness(fake_openai, rollout_conf
         assert not alive, f"{alive} outlived the rollout step"
     finally:
         step.kill()
+
+
+def test_missing_harness_is_an_infra_error_naming_the_install_command(
+    proxy, rollout_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENFORGE_HARNESS_HOME", str(tmp_path / "no-harnesses"))
+
+    outcome = _rollout(rollout_config(harness={"name": "codex"}), EXAMPLES / "write-hello", proxy.url, tmp_path)
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR
+    assert "`openforge harness install codex`" in outcome.details
+    assert outcome.harness_exit_code is None  # nothing was started

@@ -79,7 +79,8 @@ def test_codex_gets_a_private_codex_home_with_the_responses_provider(run: Harnes
     provider = config["model_providers"][config["model_provider"]]
     assert provider["base_url"] == BASE_URL and provider["wire_api"] == "responses"
     assert command.env[provider["env_key"]] == "openforge-rollout"
-    assert config["model"] == "openforge-policy" and config["model_max_output_tokens"] == 300
+    assert config["model"] == "openforge-policy"
+    assert config["analytics"]["enabled"] is False and config["features"]["plugins"] is False  # no calls home
     assert Path(command.env["CODEX_HOME"]).is_relative_to(run.scratch_dir)
     assert command.argv[1] == "exec" and command.argv[-2:] == ["--", run.prompt]
     assert command.argv[command.argv.index("--cd") + 1] == str(run.workspace)
