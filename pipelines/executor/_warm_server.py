@@ -14,6 +14,7 @@ children and exits, so a killed run leaves nothing behind. ``_warm.py`` is the c
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import json
 import os
@@ -134,6 +135,7 @@ def _become_container(
     except BaseException:
         traceback.print_exc()
     finally:
+        atexit._run_exitfuncs()  # what a fresh interpreter runs on exit (log flushes, temp dirs)
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
