@@ -180,14 +180,42 @@ class _ChoiceParts:
     def __init__(self) -> None:
         self.finish_reason: str | None = None
         self._role = "assistant"
-        self._text: dict[str, list[str]] = {}
+        self._content: list[str] = []
+        # Text fields by delta key; "content" is set up front for the fast path (message
+        # content is None either way while no piece arrived).
+        self._text: dict[str, list[str]] = {"content": self._content}
         self._tool_calls: dict[int, dict[str, Any]] = {}
         self._token_ids: list[int] | None = None
         self._logprobs: list[dict[str, Any]] | None = None
         self._extra: dict[str, Any] = {}
 
     def add(self, choice: dict[str, Any]) -> None:
-        delta = choice.get("delta") or {}
+        # Runs once per streamed token: the common chunk (content only, no extras) takes
+        # the shortest path, everything else the general one.
+        delta = choice.get("delta")
+        if delta:
+            content = delta.get("content")
+            if type(content) is str and len(delta) == 1:
+                self._content.append(content)
+            else:
+                self._add_delta(delta)
+        token_ids = choice.get("token_ids")
+        if token_ids is not None:
+            if self._token_ids is None:
+                self._token_ids = []
+            self._token_ids.extend(token_ids)
+        logprobs = choice.get("logprobs")
+        if logprobs is not None and type(logprobs) is dict and logprobs.get("content") is not None:
+            if self._logprobs is None:
+                self._logprobs = []
+            self._logprobs.extend(logprobs["content"])
+        finish_reason = choice.get("finish_reason")
+        if finish_reason is not None:
+            self.finish_reason = finish_reason
+        if not _CHOICE_PARTS.issuperset(choice):
+            self._add_extras(choice)
+
+    def _add_delta(self, delta: dict[str, Any]) -> None:
         for key, value in delta.items():
             if key == "role" and value:
                 self._role = value
@@ -198,17 +226,8 @@ class _ChoiceParts:
                 self._text.setdefault(key, []).append(value)
             elif value is None:
                 self._text.setdefault(key, [])
-        if choice.get("token_ids") is not None:
-            if self._token_ids is None:
-                self._token_ids = []
-            self._token_ids.extend(choice["token_ids"])
-        logprobs = choice.get("logprobs")
-        if isinstance(logprobs, dict) and logprobs.get("content") is not None:
-            if self._logprobs is None:
-                self._logprobs = []
-            self._logprobs.extend(logprobs["content"])
-        if choice.get("finish_reason") is not None:
-            self.finish_reason = choice["finish_reason"]
+
+    def _add_extras(self, choice: dict[str, Any]) -> None:
         for key, value in choice.items():  # engine extras such as vLLM's stop_reason: last value wins
             if key not in _CHOICE_PARTS and (value is not None or key not in self._extra):
                 self._extra[key] = value
