@@ -63,7 +63,9 @@ def run_experiment(
     """
     console = console or Console()
     # First, so its imports overlap the set-up below and the first steps (which start cold).
-    warm = WarmStarts() if warm_start and programs is None else None
+    warm = None
+    if warm_start and programs is None:
+        warm = WarmStarts(log_path=workdir / "executor" / config.name / "warm-start.log")
     try:
         return _run_iterations(config, iterations, console, workdir, programs, warm)
     finally:
@@ -80,7 +82,7 @@ def _run_iterations(
     warm: WarmStarts | None,
 ) -> dict[int, dict[str, float]]:
     from components.core.tracking import ExperimentTracker, ui_command
-    from pipelines.compile import compile_config
+    from pipelines.compile import compile_config, manifest_of_kind
     from pipelines.iteration import config_yaml
 
     text = config_yaml(config)
@@ -90,7 +92,8 @@ def _run_iterations(
     first = next_iteration(store, layout)
     if first:
         console.print(f"Resuming {config.name!r} at iteration {first} (state: {store.root}/{layout.state()})", soft_wrap=True)
-    manifests = compile_config(config)
+    # One iteration per call, as the CronWorkflow runs it: the WorkflowTemplate alone.
+    manifests = [manifest_of_kind(compile_config(config), "WorkflowTemplate")]
     tracker = ExperimentTracker(config.tracking, config.name)
     extra_options = {"programs": programs} if programs is not None else {"warm": warm}
     times: dict[int, float] = {}

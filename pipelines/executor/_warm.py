@@ -29,17 +29,26 @@ from pathlib import Path
 from components.core.services import openforge_argv
 from pipelines.executor._warm_server import OPENFORGE_ENTRY
 
-# What the steps, the proxy sidecar and the rollout runner import before their work.
+# What the steps, the proxy sidecar and the rollout runner import before or during their
+# work (found by listing the modules each warm container imported after its fork). A
+# module missing from a later version of a library is skipped by the server, not fatal.
 WARM_MODULES = (
     "pipelines.cli",
+    "typer._click",  # typer builds its click commands lazily, on the first call
+    "typer._adapters",
     "components.rollout.runner",
     "components.proxy.serve",
     "components.reward",
     "components.engine.server",
     "mlflow",
+    "mlflow.store.tracking.sqlalchemy_store",  # the sqlite tracking store: 3-8 s on its own
+    "alembic.command",  # MLflow checks the database's schema version on every connection
     "matplotlib.figure",
+    "matplotlib.backends.backend_agg",
     "torch",
+    "torch.profiler",
     "transformers",
+    "transformers.models.qwen2.modeling_qwen2",
     "components.trainer.step",
     "verl.trainer.ppo.core_algos",
     "verl.workers.config",
@@ -51,18 +60,25 @@ _LOST_POLL_S = 0.1
 class WarmStarts:
     """A warm-start server for one run; ``spawn`` forks containers from it once it is ready."""
 
-    def __init__(self, modules: Sequence[str] = WARM_MODULES, entry: str = OPENFORGE_ENTRY) -> None:
+    def __init__(
+        self, modules: Sequence[str] = WARM_MODULES, entry: str = OPENFORGE_ENTRY, log_path: Path | None = None
+    ) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="openforge-warm-")
         self._socket = str(Path(self._dir.name) / "server.sock")
         self._prefix = openforge_argv()
         self._ready = threading.Event()
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = log_path.open("ab") if log_path is not None else subprocess.DEVNULL
         self._server = subprocess.Popen(
             [sys.executable, "-m", "pipelines.executor._warm_server", self._socket, entry, *modules],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=log,
             stdin=subprocess.DEVNULL,
             start_new_session=True,  # Ctrl-C reaches the run, which stops the server itself
         )
+        if log_path is not None:
+            log.close()  # the server holds its own copy
         threading.Thread(target=self._await_ready, name="warm-start-ready", daemon=True).start()
 
     def _await_ready(self) -> None:

@@ -43,7 +43,10 @@ def main(path: str, entry: str, modules: list[str]) -> None:
     module_name, _, function = entry.partition(":")
     run = getattr(importlib.import_module(module_name), function)
     for name in modules:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - a missing extra only makes its users start slower
+            print(f"warm-start server: skipping {name}: {exc!r}", file=sys.stderr, flush=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)

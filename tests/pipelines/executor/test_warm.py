@@ -111,3 +111,13 @@ def test_the_real_openforge_cli_runs_warm(tmp_path: Path) -> None:
 
     assert code == 2
     assert "No such option: --no-such-option" in out
+
+
+def test_a_module_that_cannot_be_imported_is_skipped_and_logged(tmp_path: Path) -> None:
+    log = tmp_path / "warm-start.log"
+    with WarmStarts(modules=("json", "no_such_module_here"), entry=PROBE, log_path=log) as server:
+        assert server.wait_ready(60), "one missing module must not keep the server from serving"
+        code, _ = _run(server, tmp_path, "exit", "0")
+
+    assert code == 0
+    assert "skipping no_such_module_here: ModuleNotFoundError" in log.read_text()
