@@ -62,6 +62,8 @@ def run_experiment(
     each from a fresh interpreter.
     """
     console = console or Console()
+    if programs is None:  # this checkout's steps will run the harness on this machine
+        _require_harness(config)
     # First, so its imports overlap the set-up below and the first steps (which start cold).
     warm = None
     if warm_start and programs is None:
@@ -71,6 +73,16 @@ def run_experiment(
     finally:
         if warm is not None:
             warm.close()
+
+
+def _require_harness(config: ExperimentConfig) -> None:
+    """Refuse a run whose harness is not installed before any step starts, not in every rollout."""
+    from components.rollout.harnesses import HarnessNotInstalledError, get_harness
+
+    try:
+        get_harness(config.harness.name).require_installed()
+    except HarnessNotInstalledError as exc:
+        raise RunError(str(exc)) from None
 
 
 def _run_iterations(

@@ -19,16 +19,16 @@ from rich.console import Console
 from components.core.config import ExperimentConfig
 from components.core.storage import ArtifactStore, RunLayout, open_store
 from pipelines.executor import WorkflowFailed
-from pipelines.run import run_experiment
+from pipelines.run import RunError, run_experiment
 from pipelines.state import read_state
+from tests.pipelines.fake_openforge import write_task
 
 FAKE = [sys.executable, str(Path(__file__).with_name("fake_openforge.py"))]
 
 
 def _config(tmp_path: Path, storage: dict, tracking_uri: str, name: str) -> ExperimentConfig:
     for task_id, reward in (("alpha", 1.0), ("beta", 0.0)):
-        (tmp_path / "tasks" / task_id).mkdir(parents=True)
-        (tmp_path / "tasks" / task_id / "reward").write_text(str(reward))
+        write_task(tmp_path / "tasks", task_id, reward)
     return ExperimentConfig.model_validate(
         {
             "name": name,
@@ -76,7 +76,7 @@ def test_run_chains_iterations_each_serving_the_last_committed_checkpoint(
     store = open_store(storage["uri"])
     logged, output = _run(config, tmp_path)
     layout = RunLayout("chain")
-    assert read_state(store, layout).model_dump() == {"last_committed_iteration": 1, "checkpoint": 2}
+    assert read_state(store, layout).model_dump() == {"last_committed_iteration": 1, "checkpoint": 2, "task_cursor": 4}
     lines = step_log.read_text().splitlines()
     assert "serve 0 v0" in lines and "serve 1 v1" in lines
     outcome = json.loads(store.get_bytes(layout.outcome(1, "alpha-s1")))
@@ -117,3 +117,15 @@ def test_rerun_after_a_failed_iteration_resumes_without_duplicates(
     _, output = _run(config, tmp_path)
     assert len(step_log.read_text().splitlines()) == before
     assert "Iterations" in output
+
+
+def test_a_run_whose_harness_is_not_installed_stops_before_any_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tracking_uri: str
+) -> None:
+    monkeypatch.setenv("OPENFORGE_HARNESS_HOME", str(tmp_path / "no-harnesses"))
+    config = _config(tmp_path, {"uri": (tmp_path / "store").as_uri()}, tracking_uri, "uninstalled")
+    config = config.model_copy(update={"harness": config.harness.model_copy(update={"name": "codex"})})
+
+    with pytest.raises(RunError, match="openforge harness install codex"):
+        run_experiment(config, console=Console(file=io.StringIO()), workdir=tmp_path / ".openforge")
+    assert not (tmp_path / "store").exists()
