@@ -1,7 +1,8 @@
-"""The train step: batch from the store's trajectories and rewards, CPU update, checkpoint k+1."""
+"""The train step: batch from the store's trajectories and rewards, the update (CPU or veRL), checkpoint k+1."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -9,8 +10,8 @@ from components.core.config import ExperimentConfig
 from components.core.metrics import merge_metrics, read_metrics
 from components.core.outcome import RewardRecord
 from components.core.storage import ArtifactStore, RunLayout
+from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
 from components.trainer.batch import build_batch
-from components.core.checkpoints import commit_checkpoint, fetch_committed
 from components.trainer.checkpoint import save_checkpoint
 from components.trainer.cpu_update import UpdateError, cpu_update
 from components.trainer.inputs import parse_rewards, store_trajectories
@@ -55,17 +56,37 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
                 f"no committed checkpoint <= {iteration} under {store.root}/{layout.checkpoint(0)}: "
                 "the serve step commits the initial policy as version 0; run it first"
             )
-        model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)
-        pad_token_id = model.config.pad_token_id if model.config.pad_token_id is not None else 0
-        data, stats = build_batch(calls, records, config.algorithm, pad_token_id)
+        data, stats = build_batch(calls, records, config.algorithm, _pad_token_id(work / "base"))
         data.save_to_disk(work / "batch.pt")
         store.put_bytes(layout.batch(iteration), (work / "batch.pt").read_bytes())
         metrics = stats.metrics()
-        if len(data):
-            metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed))
         info = {"policy_version": str(version), "iteration": iteration, "parent_version": str(parent), "rows": stats.rows}
-        save_checkpoint(model, work / "base", work / "next", info)
+        if not len(data):
+            next_dir = _unchanged(work / "base", work / "next", info)
+        elif config.trainer.backend == "verl":
+            from components.trainer.verl_step import verl_update
+
+            trained, next_dir = verl_update(config, data, work / "base", work, info)
+            metrics.update(trained)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)
+            metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed))
+            next_dir = save_checkpoint(model, work / "base", work / "next", info)
         # Metrics before the marker: a committed checkpoint always has its metrics.
         merge_metrics(store, layout.metrics(iteration), metrics)
-        commit_checkpoint(store, layout, version, work / "next")
+        commit_checkpoint(store, layout, version, next_dir)
     return metrics
+
+
+def _pad_token_id(model_dir: Path) -> int:
+    from transformers import AutoConfig
+
+    pad = AutoConfig.from_pretrained(model_dir).pad_token_id
+    return pad if pad is not None else 0
+
+
+def _unchanged(parent: Path, out: Path, info: dict) -> Path:
+    """Checkpoint k+1 = checkpoint k's files (no group had signal), with its own version info."""
+    shutil.copytree(parent, out)
+    write_checkpoint_info(out, info)
+    return out

@@ -1,0 +1,54 @@
+"""The train step's GPU update: veRL's trainer on the recorded batch, then the exported checkpoint.
+
+Runs where ``trainer.backend`` is ``verl``: starts Ray (unless the process already
+joined a cluster), brings up the actor workers on ``trainer.n_gpus_per_node`` x
+``trainer.nnodes`` GPUs, makes one update, saves the FSDP shards and merges them into
+checkpoint k+1 with veRL's model merger. The world size is fixed by the config, not by
+the batch: the batch is padded to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from components.core.config import ExperimentConfig
+from components.trainer.verl_config import trainer_verl_config
+from components.trainer.verl_export import export_checkpoint
+from components.trainer.verl_trainer import build_trainer
+
+# veRL's actor metrics under the names the CPU update reports, so dashboards read both.
+_SHARED_NAMES = {
+    "actor/pg_loss": "train/loss",
+    "actor/ppo_kl": "train/kl",
+    "actor/pg_clipfrac": "train/clip_frac",
+    "actor/grad_norm": "train/grad_norm",
+}
+
+
+def train_metrics(verl_metrics: dict[str, float]) -> dict[str, float]:
+    """``train/*`` names for veRL's metrics: the shared four, and every metric under ``train/verl/``."""
+    named = {ours: verl_metrics[theirs] for theirs, ours in _SHARED_NAMES.items() if theirs in verl_metrics}
+    return {**named, **{f"train/verl/{name}": value for name, value in verl_metrics.items()}}
+
+
+def verl_update(config: ExperimentConfig, data: Any, parent: Path, work: Path, info: dict[str, Any]) -> tuple[dict[str, float], Path]:
+    """One veRL update of the model in ``parent`` on ``data``; returns (train metrics, checkpoint folder)."""
+    import ray
+    from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
+
+    world = config.trainer.world_size
+    rows = len(data) + (-len(data)) % world
+    verl_config = trainer_verl_config(config, model_path=parent, output_dir=work / "fsdp", rows=rows)
+    started_ray = not ray.is_initialized()
+    if started_ray:
+        ray.init(runtime_env=get_ppo_ray_runtime_env(verl_config))
+    try:
+        trainer = build_trainer(verl_config)
+        trainer.init_workers()
+        metrics = trainer.train_step(data)
+        actor = trainer.save_actor(work / "actor")
+    finally:
+        if started_ray:
+            ray.shutdown()
+    return train_metrics(metrics), export_checkpoint(actor, parent, work / "next", info)

@@ -1,0 +1,74 @@
+"""A CPU stand-in for veRL's actor worker group: what the FSDP engine computes, on a tiny model.
+
+veRL's workers need GPUs and a process group; these helpers reproduce their contract
+(packed inputs in, packed per-token log-probs out; the update through veRL's own
+``ppo_loss``) so the trainer's orchestration can run in a unit test.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def packed_log_probs(model: Any, packed: Any, temperature: float = 1.0) -> Any:
+    """Per packed token, log p(next token) (0 at each sequence end): veRL's ``log_probs`` layout."""
+    values, offsets = packed["input_ids"].values(), packed["input_ids"].offsets()
+    positions = packed["position_ids"].values()
+    pieces = []
+    for start, end in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+        ids = values[start:end]
+        logits = model(input_ids=ids[None], position_ids=positions[start:end][None], use_cache=False).logits[0]
+        log_probs = torch.log_softmax(logits / temperature, dim=-1)
+        pieces.append(log_probs.gather(-1, torch.roll(ids, -1)[:, None])[:, 0])
+    return torch.nested.nested_tensor_from_jagged(torch.cat(pieces), offsets=offsets)
+
+
+def assign_global_batch_info(packed: Any, global_batch_size: int) -> None:
+    """What veRL's FSDP engine adds before the loss (one data-parallel rank)."""
+    from verl.utils import tensordict_utils as tu
+
+    tu.assign_non_tensor(
+        packed, dp_size=1, batch_num_tokens=int(packed["loss_mask"].sum()), global_batch_size=global_batch_size
+    )
+
+
+class InProcessActor:
+    """``actor_rollout_wg`` for ``RecordedBatchTrainer``: compute_log_prob and update_actor on a CPU model."""
+
+    def __init__(self, model: Any, verl_config: Any) -> None:
+        from verl.utils.config import omega_conf_to_dataclass
+
+        self.model = model
+        self.config = omega_conf_to_dataclass(verl_config.actor_rollout_ref.actor)
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+        self.log_prob_calls = 0
+        self.mini_batch_sizes: list[int] = []
+        self.losses: list[float] = []
+
+    def compute_log_prob(self, data: Any) -> Any:
+        from verl.utils import tensordict_utils as tu
+
+        self.log_prob_calls += 1
+        temperature = tu.get(data, "temperature")
+        with torch.no_grad():
+            log_probs = packed_log_probs(self.model, data, temperature)
+        return tu.get_tensordict(
+            {"log_probs": log_probs, "entropy": torch.zeros_like(log_probs)}, non_tensor_dict={"metrics": {"mfu": 0.0}}
+        )
+
+    def update_actor(self, data: Any) -> Any:
+        from verl.utils import tensordict_utils as tu
+        from verl.workers.utils.losses import ppo_loss
+
+        mini_batch_size = tu.pop(data, key="mini_batch_size")
+        self.mini_batch_sizes.append(mini_batch_size)
+        assign_global_batch_info(data, tu.get(data, "global_batch_size"))
+        self.optimizer.zero_grad()
+        log_probs = packed_log_probs(self.model, data, tu.get(data, "temperature"))
+        loss, _ = ppo_loss(self.config, {"log_probs": log_probs}, data)
+        loss.backward()
+        self.optimizer.step()
+        self.losses.append(float(loss.detach()))
+        return tu.get_tensordict({}, non_tensor_dict={"metrics": {"mfu": [0.0], "pg_loss": [self.losses[-1]]}})
