@@ -17,6 +17,8 @@ from typing import Any
 from components.core.storage import ArtifactStore, RunLayout, get_dir, put_dir
 
 CHECKPOINT_INFO = "openforge_checkpoint.json"
+# A LoRA checkpoint: base weights at the top, the adapter (PEFT layout) in this folder.
+LORA_ADAPTER_DIR = "lora_adapter"
 _MARKER = "COMMITTED"
 
 

@@ -82,19 +82,27 @@ def serve_step_command(
 
     from components.core.config import ConfigError, config_from_env
     from components.core.storage import open_store
+    from components.engine.readiness import EngineNotReady
     from components.engine.server import serve
     from components.engine.step import prepare_policy
+    from components.engine.vllm_serve import serve_vllm
 
     try:
         config = config_from_env()
     except ConfigError as exc:
         raise typer.BadParameter(str(exc)) from None
-    if config.engine.kind != "dev":
-        typer.echo("error: engine.kind 'vllm' runs `vllm serve` in the engine image; this step serves 'dev'", err=True)
-        raise typer.Exit(2)
     store = open_store(config.storage.uri, config.storage.endpoint_url)
     with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp:
         policy = Path(tmp) / "policy"
         version = prepare_policy(config, iteration, store, policy)
-        typer.echo(f"serving checkpoint {version} for iteration {iteration}")
-        serve(policy, host=host, port=port, max_model_len=config.engine.max_model_len)
+        typer.echo(f"serving checkpoint {version} for iteration {iteration} ({config.engine.kind})")
+        if config.engine.kind == "dev":
+            serve(policy, host=host, port=port, max_model_len=config.engine.max_model_len)
+            return
+        try:
+            code = serve_vllm(config, policy, Path(tmp), host=host, port=port)
+        except EngineNotReady as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        # A vLLM stopped by the signal Argo sends the daemon exits by that signal: not a failure.
+        raise typer.Exit(code if code > 0 else 0)

@@ -43,19 +43,24 @@ class ModelsInfo:
 
 
 def parse_models(body: bytes) -> ModelsInfo:
-    """Read an OpenAI model list; each entry's version is ``policy_version`` (dev engine) else ``root``."""
+    """Read an OpenAI model list; each entry's version is ``policy_version`` (dev engine) else ``root``.
+
+    Adapters (vLLM lists a LoRA adapter with its base model as ``parent``) come first:
+    an engine that serves one serves the policy as that adapter, over frozen base weights.
+    """
     data = orjson.loads(body)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise ValueError("model list has no 'data' array")
-    ids: list[str] = []
+    adapters: list[str] = []
+    bases: list[str] = []
     versions: dict[str, str | None] = {}
     for entry in entries:
         if isinstance(entry, dict) and isinstance(entry.get("id"), str):
             version = entry.get("policy_version") or entry.get("root")
-            ids.append(entry["id"])
+            (adapters if entry.get("parent") else bases).append(entry["id"])
             versions[entry["id"]] = None if version is None else str(version)
-    return ModelsInfo(tuple(ids), versions)
+    return ModelsInfo(tuple(adapters + bases), versions)
 
 
 class Upstream:

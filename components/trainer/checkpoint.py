@@ -7,13 +7,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from components.core.checkpoints import CHECKPOINT_INFO, write_checkpoint_info
+from components.core.checkpoints import CHECKPOINT_INFO, LORA_ADAPTER_DIR, write_checkpoint_info
 
 # Files save_pretrained rewrites, or that belong to one version only; everything else
 # (tokenizer, chat template) is carried over byte for byte so every version tokenises alike.
 _NOT_INHERITED = re.compile(r"(\.safetensors|\.bin|\.index\.json|^config\.json|^generation_config\.json)$")
-# A LoRA checkpoint's adapter (veRL's merger writes it here); it belongs to one version too.
-LORA_ADAPTER_DIR = "lora_adapter"
 
 
 def is_inherited(name: str) -> bool:

@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from components.core.checkpoints import write_checkpoint_info
-from components.trainer.checkpoint import LORA_ADAPTER_DIR, inherit_files, is_inherited
+from components.core.checkpoints import LORA_ADAPTER_DIR, write_checkpoint_info
+from components.trainer.checkpoint import inherit_files, is_inherited
 
 FSDP_CONFIG = "fsdp_config.json"
 HF_CONFIG_DIR = "huggingface"  # where veRL's FSDP checkpoint manager puts config and tokenizer

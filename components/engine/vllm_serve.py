@@ -1,0 +1,73 @@
+"""The serve step on a GPU: ``vllm serve`` on this iteration's checkpoint, gated, until stopped.
+
+The checkpoint is staged in a folder named by its policy version (that name is what
+vLLM reports as the model's ``root``, see ``vllm_launch``); a LoRA checkpoint is split
+into the base weights and the adapter. vLLM runs as a child process; the step waits for
+``/health`` and for ``/v1/models`` to name the expected version, then stays until
+SIGTERM (Argo stopping the daemon), which it passes on to vLLM.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from components.core.checkpoints import LORA_ADAPTER_DIR
+from components.core.config import ExperimentConfig
+from components.engine.readiness import EngineNotReady, wait_until_serving
+from components.engine.server import policy_version_of
+from components.engine.vllm_launch import BASE_DIR, EngineLaunch, StagedPolicy, vllm_serve_command
+
+_STOP_GRACE_S = 30.0
+
+
+def stage_policy(checkpoint: Path, root: Path) -> StagedPolicy:
+    """Links under ``root`` for vLLM: ``<version>`` -> the checkpoint (full), or ``base`` -> the
+    checkpoint and ``<version>`` -> its adapter (LoRA). Links, not copies: weights are large."""
+    version = policy_version_of(checkpoint)
+    root.mkdir(parents=True, exist_ok=True)
+    adapter = checkpoint / LORA_ADAPTER_DIR
+    if not adapter.is_dir():
+        (root / version).symlink_to(checkpoint.resolve(), target_is_directory=True)
+        return StagedPolicy(root=root, version=version, model=version)
+    # vLLM reads the top-level weights only: the adapter folder inside "base" is not loaded twice.
+    (root / BASE_DIR).symlink_to(checkpoint.resolve(), target_is_directory=True)
+    (root / version).symlink_to(adapter.resolve(), target_is_directory=True)
+    return StagedPolicy(root=root, version=version, model=BASE_DIR, adapter=version)
+
+
+def run_engine(launch: EngineLaunch, probe_url: str, version: str, timeout_s: float) -> int:
+    """Start the engine, gate on health and version, then wait; SIGTERM/SIGINT stop it cleanly."""
+    try:
+        process = subprocess.Popen(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env})
+    except FileNotFoundError:
+        raise EngineNotReady(
+            f"{launch.argv[0]!r} is not installed here: engine.kind 'vllm' runs in the engine image, which has vLLM"
+        ) from None
+    stop = lambda signum, _frame: process.send_signal(signum)  # noqa: E731 - forwarded as received
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        model = wait_until_serving(probe_url, version, timeout_s, exited=process.poll)
+        print(f"openforge: vLLM serves policy version {version} as {model!r}", flush=True)
+        return process.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=_STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def serve_vllm(
+    config: ExperimentConfig, checkpoint: Path, work: Path, *, host: str, port: int, executable: str = "vllm"
+) -> int:
+    """Serve ``checkpoint`` with vLLM on ``host:port`` until told to stop; returns vLLM's exit code."""
+    staged = stage_policy(checkpoint, work / "served")
+    launch = vllm_serve_command(config, staged, host=host, port=port, executable=executable)
+    probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return run_engine(launch, f"http://{probe_host}:{port}", staged.version, config.engine.startup_timeout_s)
