@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses test run bench-proxy bench-learning bench-overhead clean help
+.PHONY: install harnesses test run bench-proxy bench-learning bench-overhead gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
+	@echo "make gpu-smoke    on a 1-GPU machine: update loop, veRL step, vllm serve -> gpu_smoke.json"
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +52,10 @@ bench-learning: $(INSTALLED)
 
 bench-overhead: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_overhead.py
+
+# On a machine with a GPU: its own CUDA torch, not this venv (scripts/gpu_smoke.sh says how).
+gpu-smoke:
+	bash scripts/gpu_smoke.sh
 
 clean:
 	rm -rf .openforge .pytest_cache .bench
