@@ -13,6 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from components.core.cluster_config import ClusterConfig
 from components.core.trainer_config import TrainerConfig
 from components.core.validation import describe_errors
 from components.core.vllm_config import VllmConfig
@@ -104,18 +105,6 @@ class StorageConfig(_Section):
 class TrackingConfig(_Section):
     uri: str = Field("sqlite:///.openforge/mlflow.db", description="MLflow tracking URI.")
     experiment: str | None = Field(None, description="MLflow experiment name (defaults to the config's name).")
-
-
-class ClusterConfig(_Section):
-    namespace: str = Field("openforge", description="Kubernetes namespace of the workflows.")
-    image: str = Field("openforge/runtime:0.1.0", description="Image of the prepare, score and train steps.")
-    proxy_image: str = Field("openforge/proxy:0.1.0")
-    engine_image: str = Field("openforge/engine:0.1.0")
-    service_account: str = Field("openforge-workflow")
-    storage_secret: str = Field(
-        "openforge-storage",
-        description="Secret with the store's credentials (AWS_ACCESS_KEY_ID, ...), given to every step but the rollouts.",
-    )
 
 
 class ExperimentConfig(_Section):
