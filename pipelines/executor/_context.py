@@ -14,6 +14,7 @@ from components.core.services import openforge_argv
 from components.core.storage import ArtifactStore
 from pipelines.executor._events import NodeEvent, NodePhase, Observer
 from pipelines.executor._manifest import Workflow
+from pipelines.executor._podman import PodmanOptions
 from pipelines.executor._processes import ProcessRegistry
 from pipelines.executor._templating import mark
 from pipelines.executor._warm import WarmStarts
@@ -42,6 +43,8 @@ class ExecutorOptions:
     """Program names in the images -> local command lines (`openforge` -> this Python's CLI)."""
     warm: WarmStarts | None = None
     """Fork `openforge` containers from this warm-start server once it is ready (see _warm.py)."""
+    podman: PodmanOptions | None = None
+    """Run the pods it selects (the rollouts) with `podman kube play` instead of as processes."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class Context:
     observer: Observer
     registry: ProcessRegistry
     cancel: threading.Event = field(default_factory=threading.Event)
+    status: str | None = None  # `{{workflow.status}}`, set once the entrypoint ended (for onExit)
     results: list[NodeResult] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -102,6 +106,8 @@ class Context:
     def workflow_scope(self) -> dict[str, str]:
         scope = {f"workflow.parameters.{k}": mark(v) for k, v in self.workflow.parameters.items()}
         scope["workflow.name"] = mark(self.workflow.name)
+        if self.status is not None:
+            scope["workflow.status"] = mark(self.status)
         return scope
 
     def node_dir(self, kind: str, node: str) -> Path:

@@ -21,7 +21,7 @@ from pipelines.executor._events import NodeEvent, NodePhase
 from pipelines.executor._manifest import ManifestError, check_acyclic, dependencies, parallelism
 from pipelines.executor._pod_node import TaskOutcome, run_pod_node, stop_daemon
 from pipelines.executor._sandbox import LOOPBACK
-from pipelines.executor._templating import TemplateError, mark, resolve, unmark
+from pipelines.executor._templating import TemplateError, evaluate_when, mark, resolve, unmark
 
 _WAIT_S = 0.2  # the main thread wakes this often, so Ctrl-C is handled at once
 
@@ -214,6 +214,12 @@ class _DagRun:
         if not task.get("template"):
             raise ManifestError(f"{where}: needs `template` (templateRef is not supported locally)")
         scope = self._task_scope()
+        if task.get("when") is not None:
+            condition = unmark(resolve(task["when"], scope, where, self._address_of))
+            if not evaluate_when(condition, where):
+                detail = f"when {task['when']!r} was false ({condition})"
+                self.ctx.report(NodeEvent(name, self.prefix + name, NodePhase.SKIPPED, detail), 0.0)
+                return TaskOutcome(NodePhase.SKIPPED, detail)
         items = self._items(task, scope, where)
         if items is None:
             return self._run_child(task, scope, name, self.prefix + name, where)

@@ -14,8 +14,9 @@ from components.core.storage import ArtifactStore
 from pipelines.executor._context import Context, ExecutorOptions, NodeResult
 from pipelines.executor._dag import run_template
 from pipelines.executor._events import NodePhase, Observer, ignore_events
-from pipelines.executor._manifest import load_workflow
+from pipelines.executor._manifest import Workflow, load_workflow
 from pipelines.executor._processes import ProcessRegistry
+from pipelines.executor._templating import mark
 
 
 class WorkflowFailed(RuntimeError):
@@ -63,15 +64,35 @@ def execute_workflow(
     )
     try:
         with _sigterm_as_interrupt():
-            outcome = run_template(ctx, workflow.entrypoint, {}, workflow.name, workflow.name)
+            outcome = run_template(ctx, workflow.entrypoint, _entry_arguments(workflow), workflow.name, workflow.name)
+            failures = [] if outcome.ok else [outcome.detail]
+            if workflow.on_exit is not None:
+                failures += _run_exit_handler(ctx, workflow.on_exit, outcome.ok)
     except BaseException:
         ctx.cancel.set()
         raise
     finally:
         ctx.registry.stop_all()
-    if not outcome.ok:
-        raise WorkflowFailed(f"workflow {workflow.name!r} failed:\n{outcome.detail}", ctx.results)
+    if failures:
+        detail = "\n".join(failures)
+        raise WorkflowFailed(f"workflow {workflow.name!r} failed:\n{detail}", ctx.results)
     return WorkflowResult(workflow.name, ctx.results)
+
+
+def _entry_arguments(workflow: Workflow) -> dict[str, Any]:
+    """As in Argo, the entrypoint's input parameters take the workflow parameters of the same name."""
+    entry = workflow.template(workflow.entrypoint, "entrypoint")
+    declared = [p["name"] for p in (entry.get("inputs") or {}).get("parameters") or []]
+    given = [{"name": n, "value": mark(workflow.parameters[n])} for n in declared if n in workflow.parameters]
+    return {"parameters": given}
+
+
+def _run_exit_handler(ctx: Context, template: str, succeeded: bool) -> list[str]:
+    """Run ``onExit`` after the entrypoint, however it ended; its failure fails the workflow."""
+    ctx.status = "Succeeded" if succeeded else "Failed"
+    node = f"{ctx.workflow.name}.onExit"
+    outcome = run_template(ctx, template, {}, "onExit", node)
+    return [] if outcome.ok else [f"onExit: {outcome.detail}"]
 
 
 @contextmanager

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pipelines.executor._templating import ManifestError
 
 # Fields that change what runs and that the executor does not implement.
-_UNSUPPORTED_SPEC = ("onExit", "hooks", "templateDefaults", "volumeClaimTemplates", "podSpecPatch")
+_UNSUPPORTED_SPEC = ("hooks", "templateDefaults", "volumeClaimTemplates", "podSpecPatch")
 _UNSUPPORTED_TEMPLATE = (
     "steps", "script", "resource", "suspend", "http", "plugin", "containerSet", "data",
     "initContainers", "memoize", "podSpecPatch",
 )  # fmt: skip
-_UNSUPPORTED_TASK = ("when", "hooks", "onExit", "continueOn", "withSequence", "inline")
+_UNSUPPORTED_TASK = ("hooks", "onExit", "continueOn", "withSequence", "inline")
 _DEPENDS_TERM = re.compile(r"^([A-Za-z0-9][-\w]*)(?:\.(Succeeded|Daemoned|Skipped))?$")
 
 
@@ -31,10 +31,12 @@ class Workflow:
 
     name: str
     entrypoint: str
+    on_exit: str | None
     templates: Mapping[str, dict[str, Any]]
     parameters: Mapping[str, str]
     parallelism: int | None
     volumes: Mapping[str, dict[str, Any]]
+    security_context: Mapping[str, Any] = field(default_factory=dict)  # the pods' (spec.securityContext)
 
     def template(self, name: str, where: str) -> dict[str, Any]:
         try:
@@ -88,16 +90,20 @@ def _build(name: str, spec: dict[str, Any], given: Mapping[str, str]) -> Workflo
         _refuse(template, _UNSUPPORTED_TEMPLATE, f"template {tname!r}")
         for task in (template.get("dag") or {}).get("tasks", []):
             _refuse(task, _UNSUPPORTED_TASK, f"task {task.get('name')!r} of template {tname!r}")
-    entrypoint = spec.get("entrypoint")
-    if entrypoint not in templates:
-        raise ManifestError(f"workflow {name!r}: entrypoint {entrypoint!r} is not one of its templates")
+    for role in ("entrypoint", "onExit"):
+        if role in spec and spec[role] not in templates:
+            raise ManifestError(f"workflow {name!r}: {role} {spec[role]!r} is not one of its templates")
+    if "entrypoint" not in spec:
+        raise ManifestError(f"workflow {name!r} has no entrypoint; name the template to start with")
     return Workflow(
         name=name,
-        entrypoint=entrypoint,
+        entrypoint=spec["entrypoint"],
+        on_exit=spec.get("onExit"),
         templates=templates,
         parameters=_bind_parameters(name, spec, given),
         parallelism=_positive_int(spec.get("parallelism"), f"workflow {name!r}: parallelism"),
         volumes={v["name"]: v for v in spec.get("volumes", [])},
+        security_context=spec.get("securityContext") or {},
     )
 
 

@@ -19,6 +19,8 @@ _ADDRESS = re.compile(r"\{\{\s*tasks\.([A-Za-z0-9][-\w]*)\.ip\s*\}\}(?::(\d+))?"
 # Unicode private-use characters: never produced by YAML, JSON or a shell.
 _OPEN, _CLOSE = "\ue000", "\ue001"
 _MARKED = re.compile(f"{_OPEN}(.*?){_CLOSE}", re.S)
+# A `when` after substitution: one comparison of two plain values (`true == true`).
+_COMPARISON = re.compile(r"^\s*([^\s=!]+)\s*(==|!=)\s*([^\s=!]+)\s*$")
 
 # task name, container port (None for a bare `{{tasks.X.ip}}`) -> "host[:port]"
 AddressOf = Callable[[str, int | None], str]
@@ -63,6 +65,19 @@ def split_marked(text: str) -> Iterator[tuple[str, bool]]:
 def map_manifest_text(text: str, fn: Callable[[str], str]) -> str:
     """Apply ``fn`` to the parts of ``text`` written in the manifest, not to data."""
     return "".join(seg if is_data else fn(seg) for seg, is_data in split_marked(text))
+
+
+def evaluate_when(text: str, where: str) -> bool:
+    """A task's ``when``, its references already substituted: ``a == b`` or ``a != b``.
+
+    Argo evaluates a full expression language here; a manifest that needs more than one
+    comparison is refused by name rather than guessed at.
+    """
+    match = _COMPARISON.match(text)
+    if not match:
+        raise ManifestError(f"{where}: when {text!r}: the local executor supports one 'a == b' or 'a != b' comparison")
+    left, operator, right = (match.group(1).strip("'\""), match.group(2), match.group(3).strip("'\""))
+    return (left == right) == (operator == "==")
 
 
 def resolve(obj: Any, scope: Mapping[str, str], where: str, address_of: AddressOf | None = None) -> Any:

@@ -231,6 +231,6 @@ def test_a_dependency_cycle_is_refused(tmp_path: Path) -> None:
 
 
 def test_unsupported_fields_are_refused_by_name(tmp_path: Path) -> None:
-    manifests = workflow(dag("main", task("a", "noop", when="{{workflow.parameters.x}} == 1")), pod("noop", "pass"))
-    with pytest.raises(ManifestError, match="when"):
+    manifests = workflow(dag("main", task("a", "noop", continueOn={"failed": True})), pod("noop", "pass"))
+    with pytest.raises(ManifestError, match="continueOn"):
         _run(manifests, tmp_path)
