@@ -12,7 +12,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, TypeVar
 
-from components.engine._generation import Job, ModelRunner, Step
+from components.engine._generation import Job, ModelRunner, ScriptedReply, Step
 from components.engine._sampling import SamplingParams
 
 _T = TypeVar("_T")
@@ -35,7 +35,7 @@ class DevEngine:
         return await asyncio.get_running_loop().run_in_executor(self._preparation, fn, *args)
 
     async def generate(
-        self, prompt_ids: list[int], params: SamplingParams, forced_ids: list[int] | None = None
+        self, prompt_ids: list[int], params: SamplingParams, reply: ScriptedReply | None = None
     ) -> AsyncIterator[Step]:
         """Yield steps as they are generated; closing the iterator early cancels the job."""
         loop = asyncio.get_running_loop()
@@ -44,7 +44,7 @@ class DevEngine:
             prompt_ids=prompt_ids,
             params=params,
             emit=lambda step: _post(loop, queue, step),
-            forced_ids=forced_ids or [],
+            reply=reply,
         )
         self.in_flight += 1
         loop.run_in_executor(self._generation, self._run, job, loop, queue)

@@ -34,12 +34,21 @@ class Step:
     stop_reason: str | int | None = None  # the stop string or stop token id that ended it
 
 
+@dataclass(frozen=True)
+class ScriptedReply:
+    """A scripted turn: the model first samples ``sampled_first`` tokens of plain text of its
+    own (no special or tool tokens, no end of turn), then ``forced_ids`` are forced."""
+
+    forced_ids: list[int]
+    sampled_first: int = 0
+
+
 @dataclass
 class Job:
     prompt_ids: list[int]
     params: SamplingParams
     emit: Callable[[Step], None]
-    forced_ids: list[int] = field(default_factory=list)
+    reply: ScriptedReply | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -60,6 +69,7 @@ class ModelRunner:
         generation = GenerationConfig.from_pretrained(model_dir)
         eos = generation.eos_token_id
         self.eos_token_ids = frozenset(eos if isinstance(eos, list) else [eos])
+        self._added_ids = frozenset(self.tokenizer.added_tokens_decoder)  # special and tool tags
         # Like vLLM, settings the checkpoint's generation_config.json sets explicitly are the
         # defaults for requests that leave them out (max_new_tokens becomes max_tokens).
         explicit = generation.to_diff_dict()
@@ -94,15 +104,20 @@ class ModelRunner:
         )
         stop_ids = frozenset(params.stop_token_ids)
         ending_ids = stop_ids if params.ignore_eos else stop_ids | self.eos_token_ids
+        reply = job.reply or ScriptedReply([])
+        text_only = sorted(ending_ids | self._added_ids)
         logits = self._prefill(job.prompt_ids)
         for index in range(params.max_tokens):
             if job.cancelled.is_set():
                 return
             logprobs = torch.log_softmax(logits, dim=-1)
-            if index < len(job.forced_ids):
-                token = job.forced_ids[index]
+            if 0 <= index - reply.sampled_first < len(reply.forced_ids):
+                token = reply.forced_ids[index - reply.sampled_first]
             else:
-                banned = sorted(ending_ids) if index < params.min_tokens else []
+                if index < reply.sampled_first:
+                    banned = text_only
+                else:
+                    banned = sorted(ending_ids) if index < params.min_tokens else []
                 token = pick_token(logits, params, generator, banned)
             step = Step(token_id=token, logprob=float(logprobs[token]), text="")
             if params.top_logprobs:

@@ -12,7 +12,7 @@ from aiohttp import web
 from components.engine._chat_render import encode, normalize_messages, render_chat, scripted_reply_ids
 from components.engine._chat_template import read_prompt
 from components.engine._engine import DevEngine
-from components.engine._generation import Step
+from components.engine._generation import ScriptedReply, Step
 from components.engine._protocol import (
     ApiError,
     ChatRequest,
@@ -30,7 +30,7 @@ from components.engine._responses import (
     completion_response,
 )
 from components.engine._sampling import SamplingParams
-from components.engine._script import Script
+from components.engine._script import Script, ScriptedTurn
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:
@@ -70,10 +70,10 @@ class Routes:
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         req = parse_body(ChatRequest, await _read_json(request))
         self._check_model(req.model)
-        prompt_ids, forced_ids = await self.engine.prepare(self._prepare_chat, req)
+        prompt_ids, reply = await self.engine.prepare(self._prepare_chat, req)
         top = (req.top_logprobs or 0) if req.logprobs else 0
         params = self._sampling(req, prompt_ids, req.requested_max_tokens, top, param="messages")
-        steps = self.engine.generate(prompt_ids, params, forced_ids)
+        steps = self.engine.generate(prompt_ids, params, reply)
         if req.stream:
             stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text)
             return await _send_events(request, _chat_chunks(stream, steps))
@@ -91,15 +91,15 @@ class Routes:
         else:
             prompt_ids = self._checked_ids(prompt, "prompt")
         params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, param="prompt")
-        forced = await self.engine.prepare(self._scripted_completion, prompt_ids) if self.script else None
-        steps = self.engine.generate(prompt_ids, params, forced)
+        reply = await self.engine.prepare(self._scripted_completion, prompt_ids) if self.script else None
+        steps = self.engine.generate(prompt_ids, params, reply)
         if req.stream:
             stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text)
             return await _send_events(request, _completion_chunks(stream, steps))
         collected = await _collect(steps)
         return json_response(completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text))
 
-    def _prepare_chat(self, req: ChatRequest) -> tuple[list[int], list[int] | None]:
+    def _prepare_chat(self, req: ChatRequest) -> tuple[list[int], ScriptedReply | None]:
         tokenizer = self.engine.tokenizer
         messages = normalize_messages(req.messages)
         tools = req.tool_dicts()
@@ -110,13 +110,11 @@ class Routes:
             add_generation_prompt=req.add_generation_prompt,
             continue_final_message=req.continue_final_message,
         )
-        forced = None
         turn = self.script.turn_for(messages) if self.script else None
-        if turn is not None and not turn.free:
-            forced = scripted_reply_ids(tokenizer, messages, tools, turn.as_message(tools))
-        return encode(tokenizer, text, add_special_tokens=req.add_special_tokens), forced
+        reply = None if turn is None else _scripted_reply(tokenizer, messages, tools, turn)
+        return encode(tokenizer, text, add_special_tokens=req.add_special_tokens), reply
 
-    def _scripted_completion(self, prompt_ids: list[int]) -> list[int] | None:
+    def _scripted_completion(self, prompt_ids: list[int]) -> ScriptedReply | None:
         """The script's turn for a chat prompt sent as token ids, as the chat endpoint would play it.
 
         A client holding the conversation's tokens (the recording proxy, to keep the ids
@@ -129,10 +127,8 @@ class Routes:
             return None
         turns_so_far, tools = read
         turn = self.script.turn_at(turns_so_far)
-        if turn is None or turn.free:
-            return None
         placeholder = [{"role": "user", "content": ""}]  # a Qwen2.5 assistant turn renders the same after any history
-        return scripted_reply_ids(tokenizer, placeholder, tools, turn.as_message(tools))
+        return None if turn is None else _scripted_reply(tokenizer, placeholder, tools, turn)
 
     def _sampling(
         self,
@@ -266,6 +262,16 @@ class Routes:
         if bad:
             raise ApiError(f"`{field}` holds token ids outside the vocabulary [0, {vocab}): {bad[:5]}", param=field)
         return ids
+
+
+def _scripted_reply(
+    tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turn: ScriptedTurn
+) -> ScriptedReply:
+    forced = scripted_reply_ids(tokenizer, messages, tools, turn.as_message(tools))
+    if turn.sampled_text and turn.tool_calls:
+        # The template writes a newline between an assistant's text and its first call.
+        forced = encode(tokenizer, "\n") + forced
+    return ScriptedReply(forced, turn.sampled_text)
 
 
 async def _read_json(request: web.Request) -> Any:

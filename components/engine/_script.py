@@ -107,14 +107,17 @@ class ScriptedTurn(BaseModel):
 
     content: str = ""
     tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
-    free: bool = Field(
-        False, description="The model samples this turn itself (tokens it chose, as a real policy's are)."
+    sampled_text: int = Field(
+        0,
+        ge=0,
+        description="Tokens of text the model samples itself before the scripted tool calls or end of turn "
+        "(its reasoning, with ids a real policy would choose); the turn's content is then that text.",
     )
 
     @model_validator(mode="after")
-    def _free_alone(self) -> "ScriptedTurn":
-        if self.free and (self.content or self.tool_calls):
-            raise ValueError("a free turn is sampled by the model: it takes no content or tool_calls")
+    def _one_kind_of_text(self) -> "ScriptedTurn":
+        if self.sampled_text and self.content:
+            raise ValueError("a turn with sampled_text takes its text from the model: leave content empty")
         return self
 
     def as_message(self, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.engine._generation import Job, ModelRunner, Step
+from components.engine._generation import Job, ModelRunner, ScriptedReply, Step
 from components.engine._sampling import SamplingParams
 
 
@@ -16,9 +16,11 @@ def runner(tiny_model_dir: Path) -> ModelRunner:
     return ModelRunner(tiny_model_dir, threads=1)
 
 
-def _run(runner: ModelRunner, prompt: list[int], params: SamplingParams, forced: list[int] | None = None) -> list[Step]:
+def _run(
+    runner: ModelRunner, prompt: list[int], params: SamplingParams, forced: list[int] | None = None, sampled_first: int = 0
+) -> list[Step]:
     steps: list[Step] = []
-    runner.run(Job(prompt_ids=prompt, params=params, emit=steps.append, forced_ids=forced or []))
+    runner.run(Job(prompt_ids=prompt, params=params, emit=steps.append, reply=ScriptedReply(forced or [], sampled_first)))
     return steps
 
 
@@ -43,6 +45,16 @@ def test_forced_tokens_are_emitted_verbatim_with_the_models_logprobs(
     assert "".join(s.text for s in steps) == "Answer."
     assert steps[-1].finish_reason == "stop" and steps[-1].stop_reason is None
     assert [s.logprob for s in steps] == pytest.approx(rescore(prompt, forced), abs=1e-4)
+
+
+def test_sampled_text_comes_first_then_the_forced_tokens(runner: ModelRunner) -> None:
+    tokenizer = runner.tokenizer
+    forced = tokenizer.encode("<tool_call>{}</tool_call><|im_end|>")
+    steps = _run(runner, tokenizer.encode("Go."), SamplingParams(max_tokens=80, seed=5), forced, sampled_first=30)
+    sampled, rest = [s.token_id for s in steps[:30]], [s.token_id for s in steps[30:]]
+    assert rest == forced and steps[-1].finish_reason == "stop"
+    # Plain text only while the model samples: no special or tool tokens, no end of turn.
+    assert not set(sampled) & set(tokenizer.added_tokens_decoder)
 
 
 def test_stop_token_ids_end_generation_and_name_the_token(runner: ModelRunner) -> None:

@@ -76,8 +76,8 @@ def test_script_file_with_an_ambiguous_call_names_the_problem(tmp_path: Path, ca
         load_script(path)
 
 
-def test_free_turn_takes_no_content(tmp_path: Path) -> None:
+def test_sampled_text_turn_takes_no_scripted_content(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
-    path.write_text(json.dumps({"turns": [{"free": True, "content": "x"}]}))
-    with pytest.raises(ScriptError, match="a free turn is sampled by the model"):
+    path.write_text(json.dumps({"turns": [{"sampled_text": 8, "content": "x"}]}))
+    with pytest.raises(ScriptError, match="takes its text from the model"):
         load_script(path)
