@@ -11,12 +11,14 @@ import typer
 from components.engine.cli import engine_app, model_app, serve_step_command
 from components.proxy.cli import proxy_command
 from components.reward.cli import score_command
-from components.rollout.cli import prepare_command, rollout_command
+from components.rollout.cli import rollout_command
 from components.rollout.harnesses.cli import harness_app
 from components.trainer.cli import batch_app, train_command
 from pipelines.commit import commit_command
 from pipelines.compile import compile_command
+from pipelines.prepare import prepare_command
 from pipelines.run import run_command
+from pipelines.run_status import record_status_command
 
 app = typer.Typer(
     name="openforge",
@@ -40,6 +42,7 @@ step_app.command("rollout")(rollout_command)
 step_app.command("score")(score_command)
 step_app.command("train")(train_command)
 step_app.command("commit")(commit_command)
+step_app.command("record-status")(record_status_command)
 app.add_typer(step_app, name="step")
 
 

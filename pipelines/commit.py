@@ -3,18 +3,20 @@
 `openforge step commit --iteration K` runs last in the iteration's DAG. It is idempotent:
 a rerun logs only the metrics MLflow lacks for iteration K, replaces the artifacts, and
 writes ``state.json`` last, so a run killed anywhere before resumes from the last
-iteration that got this far.
+iteration that got this far. The new state carries the task cursor the iteration's plan
+left behind; committing past the first uncommitted iteration is refused (no gaps).
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 import typer
 
 from components.core.config import CONFIG_ENV, ConfigError, ExperimentConfig, config_from_env
 from components.core.metrics import read_metrics
-from components.core.storage import RunLayout, open_store
+from components.core.storage import ArtifactStore, RunLayout, open_store
 from pipelines.state import RunState, read_state, write_state
 
 
@@ -28,6 +30,7 @@ def commit_iteration(config: ExperimentConfig, iteration: int, config_text: str)
 
     store = open_store(config.storage.uri, config.storage.endpoint_url)
     layout = RunLayout(config.name)
+    previous = _check_order(store, layout, iteration)
     marker = layout.checkpoint_marker(iteration + 1)
     if not store.exists(marker):
         raise CommitError(
@@ -39,12 +42,34 @@ def commit_iteration(config: ExperimentConfig, iteration: int, config_text: str)
     tracker.log_text(config_text, CONFIG_ARTIFACT)
     tracker.log_summary()
     tracker.log_reward_plot()
-    previous = read_state(store, layout)
     if previous is not None and previous.last_committed_iteration > iteration:
         return previous  # recommitting an old iteration never moves the run backwards
-    state = RunState(last_committed_iteration=iteration, checkpoint=iteration + 1)
+    state = RunState(
+        last_committed_iteration=iteration, checkpoint=iteration + 1, task_cursor=_next_cursor(store, layout, iteration, previous)
+    )
     write_state(store, layout, state)
     return state
+
+
+def _check_order(store: ArtifactStore, layout: RunLayout, iteration: int) -> RunState | None:
+    """The committed state, after checking ``iteration`` may be committed on top of it."""
+    previous = read_state(store, layout)
+    first_open = 0 if previous is None else previous.last_committed_iteration + 1
+    if iteration > first_open:
+        raise CommitError(
+            f"iteration {iteration} cannot be committed before iteration {first_open} "
+            f"({store.root}/{layout.state()}): the history would have a gap"
+        )
+    return previous
+
+
+def _next_cursor(store: ArtifactStore, layout: RunLayout, iteration: int, previous: RunState | None) -> int:
+    """Where the task cursor stands after ``iteration``: the plan says (plans before the cursor: unchanged)."""
+    key = layout.plan(iteration)
+    if not store.exists(key):
+        raise CommitError(f"iteration {iteration} has no plan ({store.root}/{key}): run its prepare step first")
+    plan = json.loads(store.get_bytes(key))
+    return int(plan.get("next_task_cursor", 0 if previous is None else previous.task_cursor))
 
 
 def commit_command(

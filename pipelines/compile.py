@@ -19,11 +19,19 @@ _KIND_SUFFIX = {"WorkflowTemplate": "template", "CronWorkflow": "cron", "Workflo
 
 
 def compile_config(config: ExperimentConfig) -> list[dict[str, Any]]:
-    """The experiment's manifests as plain JSON-like dicts, in a fixed order."""
+    """The experiment's manifests as plain JSON-like dicts, in a fixed order: the iteration
+    WorkflowTemplate, the CronWorkflow that runs it, the bounded multi-iteration Workflow."""
+    from pipelines.continual import build_bounded_workflow, build_cron_workflow
     from pipelines.iteration import build_iteration_template
 
-    templates = [build_iteration_template(config)]
-    return [_name_first(t.build().model_dump(by_alias=True, exclude_none=True, mode="json")) for t in templates]
+    objects = [build_iteration_template(config), build_cron_workflow(config), build_bounded_workflow(config)]
+    return [_name_first(o.build().model_dump(by_alias=True, exclude_none=True, mode="json")) for o in objects]
+
+
+def manifest_of_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """The one compiled manifest of ``kind`` (WorkflowTemplate, CronWorkflow or Workflow)."""
+    (doc,) = [d for d in docs if d["kind"] == kind]
+    return doc
 
 
 def _name_first(value: Any) -> Any:
@@ -55,8 +63,10 @@ def dump_manifest(doc: dict[str, Any]) -> str:
 
 
 def manifest_filename(doc: dict[str, Any], experiment: str) -> str:
-    """`<name>-iteration` of kind WorkflowTemplate -> `iteration-template.yaml`."""
-    stem = doc["metadata"]["name"].removeprefix(f"{experiment}-")
+    """`<name>-iteration` of kind WorkflowTemplate -> `iteration-template.yaml`; a
+    generateName counts as the name (`<name>-train-` Workflow -> `train-workflow.yaml`)."""
+    meta = doc["metadata"]
+    stem = (meta.get("name") or meta["generateName"].rstrip("-")).removeprefix(f"{experiment}-")
     return f"{stem}-{_KIND_SUFFIX[doc['kind']]}.yaml"
 
 

@@ -1,24 +1,28 @@
 """One RL iteration as an Argo WorkflowTemplate, defined with Hera from an ExperimentConfig.
 
-    prepare -> serve (daemon) -> rollout x N (withParam) -> score -> train -> commit
+    prepare -> generate [serve (daemon) -> rollout x N (withParam)] -> score -> train -> commit
+    onExit: record-status
 
 Every container runs ``openforge step <name> ...`` with the config YAML in env
-``OPENFORGE_CONFIG_YAML``. The compiled manifest (``pipelines/compile.py``) is the single
-source of truth: Argo runs it on a cluster and the local executor runs the very same
-document, so the names, ports, paths and keys below are a contract with the executor
-(docs/architecture.md lists them).
+``OPENFORGE_CONFIG_YAML``. prepare resolves the iteration (``next`` or a number) against
+the run's state in the store and says whether anything is left to do; the later steps
+take the resolved number from it. serve and the rollouts sit in their own sub-DAG so that
+Argo stops the engine, and frees its GPU, before train starts. The compiled manifest
+(``pipelines/compile.py``) is the single source of truth: Argo runs it on a cluster and
+the local executor runs the very same document, so the names, ports, paths and keys
+below are a contract with the executor (docs/architecture.md lists them).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import yaml
 from hera.workflows import (
     DAG,
     Container,
-    EmptyDirVolume,
     Env,
     Parameter,
-    RetryStrategy,
     S3Artifact,
     SecretEnvFrom,
     Task,
@@ -29,11 +33,14 @@ from hera.workflows import models as m
 
 from components.core.config import CONFIG_ENV, ExperimentConfig
 from components.core.storage import RunLayout
+from pipelines import pod_specs
 
 ENTRYPOINT = "iteration"
+GENERATE = "generate"
+EXIT_HANDLER = "exit-handler"
 SERVE_PORT = 8000
 PROXY_PORT = 8100
-ROLLOUTS_FILE = "/tmp/rollouts.json"
+PREPARE_OUT = "/tmp/prepare"
 # The rollout pod's shared emptyDir: the proxy sidecar writes trajectories into it and the
 # runner reads them there, so both containers mount it at the same path.
 WORK_VOLUME = "work"
@@ -41,15 +48,15 @@ WORK_DIR = "/work"
 TASK_DIR = f"{WORK_DIR}/task"
 TRAJECTORY_DIR = f"{WORK_DIR}/trajectories"
 OUT_DIR = f"{WORK_DIR}/out"
+# Writable paths of the rollout containers, whose root file systems are read-only.
+HOME_DIR = "/home/openforge"
 
-ITERATION = "{{workflow.parameters.iteration}}"
+ITERATION = "{{inputs.parameters.iteration}}"
 CONFIG_TEXT = "{{workflow.parameters.config}}"
 ROLLOUT_ID = "{{inputs.parameters.rollout-id}}"
 TASK_ID = "{{inputs.parameters.task-id}}"
 SERVE_ADDRESS = "{{inputs.parameters.serve-address}}"
-
-# Keys are deterministic, so a retried step overwrites what it wrote before: retries are safe.
-_RETRY_ON_ERROR = RetryStrategy(limit=2, retry_policy="OnError")
+_PREPARED = "{{tasks.prepare.outputs.parameters.%s}}"
 _HEALTH_PATH = "/health"
 
 
@@ -71,56 +78,75 @@ def _config_env() -> list[Env]:
     return [Env(name=CONFIG_ENV, value=CONFIG_TEXT)]
 
 
-def _storage_credentials(config: ExperimentConfig) -> list[SecretEnvFrom]:
-    return [SecretEnvFrom(name=config.cluster.storage_secret)]
-
-
 def _health_probe(port: int) -> m.Probe:
     return m.Probe(http_get=m.HTTPGetAction(path=_HEALTH_PATH, port=port))
 
 
-def _storage_step(config: ExperimentConfig, step: str, *args: str, **template: object) -> Container:
+def _iteration_input() -> Parameter:
+    return Parameter(name="iteration")
+
+
+def _storage_step(config: ExperimentConfig, step: str, command: list[str], sized_as: str = "", **template: Any) -> Container:
     """A step that reads and writes the store itself (everything but the rollout pod)."""
+    cluster = config.cluster
+    settings: dict[str, Any] = {
+        "inputs": [_iteration_input()],
+        "labels": pod_specs.step_labels(step),
+        "retry_strategy": pod_specs.retry_any(),
+        **pod_specs.placement(cluster, step),
+    }
+    if step in pod_specs.GPU_STEPS:
+        settings.update(synchronization=pod_specs.gpu_semaphore(cluster), retry_strategy=pod_specs.retry_infrastructure())
+    settings.update(template)
     return Container(
         name=step,
-        image=config.cluster.image,
-        command=_step_command(step, *args),
+        image=cluster.engine_image if step == "serve" else cluster.image,
+        image_pull_policy=cluster.image_pull_policy,
+        command=command,
         env=_config_env(),
-        env_from=_storage_credentials(config),
-        **template,
+        env_from=[SecretEnvFrom(name=cluster.storage_secret)],
+        resources=pod_specs.resources(cluster, sized_as or step),
+        security_context=pod_specs.container_security(read_only_root=False),
+        **settings,
     )
 
 
 def _prepare_template(config: ExperimentConfig) -> Container:
-    """Picks this iteration's tasks, freezes them in the store, emits the rollout list."""
+    """Resolves the iteration against the run's state, freezes its tasks, lists the rollouts left."""
+    outputs = {"iteration": "iteration", "pending": "pending", "generate": "generate", "rollouts": "rollouts.json"}
     return _storage_step(
         config,
         "prepare",
-        "--out",
-        ROLLOUTS_FILE,
-        outputs=[Parameter(name="rollouts", value_from=m.ValueFrom(path=ROLLOUTS_FILE))],
-        retry_strategy=_RETRY_ON_ERROR,
+        _step_command("prepare", "--out-dir", PREPARE_OUT),
+        outputs=[Parameter(name=k, value_from=m.ValueFrom(path=f"{PREPARE_OUT}/{f}")) for k, f in outputs.items()],
+        # A volume, so the folder is a path of the pod (the local executor maps it into the sandbox).
+        volume_mounts=[m.VolumeMount(name="prepare-out", mount_path=PREPARE_OUT)],
+        volumes=[_empty_dir("prepare-out")],
     )
 
 
 def _serve_template(config: ExperimentConfig) -> Container:
     """The inference engine on this iteration's checkpoint; a daemon, so the DAG moves on once ready."""
-    return Container(
-        name="serve",
-        image=config.cluster.engine_image,
-        command=_step_command("serve", "--host", "0.0.0.0", "--port", str(SERVE_PORT)),
-        env=_config_env(),
-        env_from=_storage_credentials(config),
+    return _storage_step(
+        config,
+        "serve",
+        _step_command("serve", "--host", "0.0.0.0", "--port", str(SERVE_PORT)),
         daemon=True,
         ports=[m.ContainerPort(name="http", container_port=SERVE_PORT)],
         readiness_probe=_health_probe(SERVE_PORT),
     )
 
 
+def _empty_dir(name: str) -> m.Volume:
+    return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource())
+
+
 def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
+    """The recording proxy: reaches the serve step, writes calls to the shared volume, holds no secrets."""
     return UserContainer(
         name="proxy",
         image=config.cluster.proxy_image,
+        image_pull_policy=config.cluster.image_pull_policy,
         command=[
             "openforge",
             "proxy",
@@ -134,7 +160,9 @@ def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
         ],
         env=_config_env(),
         ports=[m.ContainerPort(name="proxy", container_port=PROXY_PORT)],
-        volume_mounts=[m.VolumeMount(name=WORK_VOLUME, mount_path=WORK_DIR)],
+        volume_mounts=[m.VolumeMount(name=WORK_VOLUME, mount_path=WORK_DIR), m.VolumeMount(name="proxy-tmp", mount_path="/tmp")],
+        resources=pod_specs.resources(config.cluster, "proxy").build(),
+        security_context=pod_specs.container_security(read_only_root=True),
     )
 
 
@@ -147,14 +175,18 @@ def _raw_s3(name: str, path: str, key: str, **kwargs: object) -> S3Artifact:
 def _rollout_template(config: ExperimentConfig) -> Container:
     """One pod per rollout: harness + runner in the main container, the recording proxy as a sidecar.
 
-    Holds no storage or model credentials: the task comes in and the outcome and trajectory
-    go out as artifacts, which the workflow controller (or the local executor) moves.
+    Holds no storage, model or Kubernetes credentials: the task comes in and the outcome
+    and trajectory go out as artifacts, which Argo's own init and wait containers (or the
+    local executor) move; the service-account token goes to those containers only.
     """
+    cluster = config.cluster
     layout = RunLayout(config.name)
     trajectory_file = f"{TRAJECTORY_DIR}/{ROLLOUT_ID}.jsonl"
+    mounts = {WORK_VOLUME: WORK_DIR, "tmp": "/tmp", "home": HOME_DIR}
     return Container(
         name="rollout",
-        image=config.cluster.image,
+        image=cluster.image,
+        image_pull_policy=cluster.image_pull_policy,
         command=_step_command(
             "rollout",
             "--rollout-id",
@@ -170,8 +202,10 @@ def _rollout_template(config: ExperimentConfig) -> Container:
         ),
         env=_config_env(),
         inputs=[
+            _iteration_input(),
             Parameter(name="rollout-id"),
             Parameter(name="task-id"),
+            Parameter(name="deadline"),
             Parameter(name="serve-address"),
             S3Artifact(name="task", path=TASK_DIR, key=layout.task(TASK_ID)),
         ],
@@ -180,56 +214,129 @@ def _rollout_template(config: ExperimentConfig) -> Container:
             # A harness that never called the model leaves no trajectory: that is an outcome, not an error.
             _raw_s3("trajectory", trajectory_file, layout.trajectory(ITERATION, ROLLOUT_ID), optional=True),
         ],
-        volumes=[EmptyDirVolume(name=WORK_VOLUME, mount_path=WORK_DIR)],
+        volume_mounts=[m.VolumeMount(name=name, mount_path=path) for name, path in mounts.items()],
+        volumes=[_empty_dir(name) for name in (*mounts, "proxy-tmp")],
         sidecars=[_proxy_sidecar(config)],
-        # Only infrastructure errors (pod lost, evicted) are retried; a failed agent is a result.
-        retry_strategy=RetryStrategy(limit=1, retry_policy="OnError"),
+        resources=pod_specs.resources(cluster, "rollout"),
+        security_context=pod_specs.container_security(read_only_root=True),
+        # The whole pod's life, start-up included (computed per task by prepare).
+        active_deadline_seconds="{{inputs.parameters.deadline}}",
+        automount_service_account_token=False,
+        executor=m.ExecutorConfig(service_account_name=cluster.service_account),
+        labels=pod_specs.step_labels("rollout"),
+        retry_strategy=pod_specs.retry_infrastructure(),
+        **pod_specs.placement(cluster, "rollout"),
     )
 
 
-def _dag(config: ExperimentConfig, steps: dict[str, Container]) -> DAG:
+def _exit_handler(config: ExperimentConfig) -> Container:
+    """Runs after every workflow run, however it ended: records the ending in MLflow."""
+    command = ["openforge", "step", "record-status", "--workflow", "{{workflow.name}}", "--status", "{{workflow.status}}"]
+    return _storage_step(config, EXIT_HANDLER, command, sized_as="commit", inputs=None)
+
+
+def _iteration_dag() -> DAG:
+    pending = f"{_PREPARED % 'pending'} == true"
+    iteration = Parameter(name="iteration", value=_PREPARED % "iteration")
+    tasks = [
+        Task(name="prepare", template="prepare", arguments=[Parameter(name="iteration", value=ITERATION)]),
+        Task(
+            name=GENERATE,
+            template=GENERATE,
+            depends="prepare",
+            when=f"{_PREPARED % 'generate'} == true",
+            arguments=[iteration, Parameter(name="rollouts", value=_PREPARED % "rollouts")],
+        ),
+        # Only infrastructure trouble fails a rollout pod (the runner records every agent
+        # failure as an outcome and exits 0), so a failed generate stops the iteration, to be
+        # resumed from the store by the next run.
+        Task(name="score", template="score", depends=GENERATE, when=pending, arguments=[iteration]),
+        Task(name="train", template="train", depends="score", when=pending, arguments=[iteration]),
+        Task(name="commit", template="commit", depends="train", when=pending, arguments=[iteration]),
+    ]
+    return DAG(name=ENTRYPOINT, inputs=[_iteration_input()], tasks=tasks)
+
+
+def _generate_dag(config: ExperimentConfig) -> DAG:
+    iteration = Parameter(name="iteration", value=ITERATION)
     rollout_args = {
         "rollout-id": "{{item.rollout_id}}",
         "task-id": "{{item.task_id}}",
+        "deadline": "{{item.deadline_s}}",
         # ip and port in one value: the local executor maps the pair onto serve's loopback port.
         "serve-address": f"{{{{tasks.serve.ip}}}}:{SERVE_PORT}",
     }
     tasks = [
-        Task(name="prepare", template=steps["prepare"]),
-        Task(name="serve", template=steps["serve"], depends="prepare"),
+        Task(name="serve", template="serve", arguments=[iteration]),
         Task(
             name="rollout",
-            template=steps["rollout"],
-            depends="prepare && serve",
-            with_param="{{tasks.prepare.outputs.parameters.rollouts}}",
-            arguments=[Parameter(name=k, value=v) for k, v in rollout_args.items()],
+            template="rollout",
+            depends="serve",
+            with_param="{{inputs.parameters.rollouts}}",
+            arguments=[iteration, *(Parameter(name=k, value=v) for k, v in rollout_args.items())],
         ),
-        # The runner records every agent failure as an outcome and then exits 0, so a failed
-        # rollout pod means infrastructure trouble: the iteration stops, to rerun from its last commit.
-        Task(name="score", template=steps["score"], depends="rollout"),
-        Task(name="train", template=steps["train"], depends="score"),
-        Task(name="commit", template=steps["commit"], depends="train"),
     ]
     # Argo counts every running pod under the DAG against `parallelism`, the serve daemon
     # included: one more than the rollout concurrency lets exactly `concurrency` rollouts run.
-    return DAG(name=ENTRYPOINT, tasks=tasks, parallelism=config.rollout.concurrency + 1)
+    return DAG(
+        name=GENERATE,
+        inputs=[_iteration_input(), Parameter(name="rollouts")],
+        tasks=tasks,
+        parallelism=config.rollout.concurrency + 1,
+    )
+
+
+def iteration_templates(config: ExperimentConfig) -> list[Any]:
+    """Every template one iteration needs, DAGs first (a bounded workflow reuses them all)."""
+    steps = [
+        _prepare_template(config),
+        _serve_template(config),
+        _rollout_template(config),
+        *(_storage_step(config, step, _step_command(step)) for step in ("score", "train", "commit")),
+        _exit_handler(config),
+    ]
+    return [_iteration_dag(), _generate_dag(config), *steps]
+
+
+def workflow_settings(config: ExperimentConfig) -> dict[str, Any]:
+    """Spec fields every workflow of the experiment shares (the template and the bounded run)."""
+    cluster = config.cluster
+    return {
+        "namespace": cluster.namespace,
+        "labels": {pod_specs.PART_OF_LABEL: "openforge", pod_specs.EXPERIMENT_LABEL: config.name},
+        "service_account_name": cluster.service_account,
+        "artifact_repository_ref": m.ArtifactRepositoryRef(
+            config_map=cluster.artifact_repository.config_map, key=cluster.artifact_repository.key
+        ),
+        "pod_metadata": m.Metadata(labels={pod_specs.EXPERIMENT_LABEL: config.name}),
+        "security_context": pod_specs.pod_security(cluster),
+        "synchronization": pod_specs.experiment_mutex(config.name),
+        # Succeeded pods go at once (a run makes one per rollout); failed ones stay for `kubectl logs`.
+        "pod_gc": m.PodGC(strategy="OnPodSuccess"),
+        "ttl_strategy": m.TTLStrategy(
+            seconds_after_success=cluster.ttl_after_success_s, seconds_after_failure=cluster.ttl_after_failure_s
+        ),
+        "on_exit": EXIT_HANDLER,
+    }
+
+
+def config_parameter(config: ExperimentConfig) -> Parameter:
+    return Parameter(name="config", value=config_yaml(config), description="The experiment config (YAML).")
 
 
 def build_iteration_template(config: ExperimentConfig) -> WorkflowTemplate:
-    """The iteration WorkflowTemplate; submit it with parameters `iteration` (and optionally `config`)."""
-    # score, train and commit take nothing but the iteration: what they need is in the store.
-    later = (_storage_step(config, step, retry_strategy=_RETRY_ON_ERROR) for step in ("score", "train", "commit"))
-    steps = {t.name: t for t in (_prepare_template(config), _serve_template(config), _rollout_template(config), *later)}
+    """The iteration WorkflowTemplate; submit it with parameter `iteration` (a number or `next`)."""
     return WorkflowTemplate(
         name=template_name(config),
-        namespace=config.cluster.namespace,
-        labels={"app.kubernetes.io/part-of": "openforge", "openforge.dev/experiment": config.name},
         entrypoint=ENTRYPOINT,
-        service_account_name=config.cluster.service_account,
         arguments=[
-            Parameter(name="iteration", value="0", description="RL iteration: serves checkpoint K, trains K+1."),
-            Parameter(name="config", value=config_yaml(config), description="The experiment config (YAML)."),
+            Parameter(
+                name="iteration",
+                value="next",
+                description="RL iteration to run: `next` (the first not yet committed) or a number.",
+            ),
+            config_parameter(config),
         ],
-        pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
-        templates=[_dag(config, steps), *steps.values()],
+        templates=iteration_templates(config),
+        **workflow_settings(config),
     )

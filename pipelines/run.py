@@ -12,17 +12,27 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Literal
 
 import typer
 from rich.console import Console
 
 from components.core.config import ConfigError, ExperimentConfig, load_config
 from components.core.storage import ArtifactStore, RunLayout, open_store
-from pipelines.executor import ExecutorOptions, ManifestError, WarmStarts, WorkflowFailed, execute_workflow
+from pipelines.executor import (
+    ExecutorOptions,
+    ManifestError,
+    PodmanOptions,
+    WarmStarts,
+    WorkflowFailed,
+    execute_workflow,
+    podman_problem,
+)
 from pipelines.run_view import RunView, summary_table
 from pipelines.state import next_iteration, read_state
 
 ITERATION_TIME = "time/iteration_s"
+Runtime = Literal["process", "podman"]
 
 
 class RunError(RuntimeError):
@@ -51,6 +61,7 @@ def run_experiment(
     workdir: Path = Path(".openforge"),
     programs: Mapping[str, list[str]] | None = None,
     warm_start: bool = True,
+    runtime: Runtime = "process",
 ) -> dict[int, dict[str, float]]:
     """Run iterations until ``iterations`` (default ``config.iterations``) are committed.
 
@@ -59,17 +70,24 @@ def run_experiment(
     ``programs`` maps the images' program names to local command lines (default: the
     ``openforge`` of this checkout). ``warm_start`` forks the `openforge` containers from
     a server that imported them once (pipelines/executor/_warm.py) instead of starting
-    each from a fresh interpreter.
+    each from a fresh interpreter. ``runtime="podman"`` runs each rollout pod with
+    `podman kube play` (pipelines/executor/_podman.py); every other step stays a process.
     """
     console = console or Console()
     if programs is None:  # this checkout's steps will run the harness on this machine
         _require_harness(config)
+    podman = None
+    if runtime == "podman":
+        podman = PodmanOptions()
+        problem = podman_problem(podman)
+        if problem:
+            raise RunError(f"--runtime podman cannot run here: {problem}")
     # First, so its imports overlap the set-up below and the first steps (which start cold).
     warm = None
     if warm_start and programs is None:
         warm = WarmStarts(log_path=workdir / "executor" / config.name / "warm-start.log")
     try:
-        return _run_iterations(config, iterations, console, workdir, programs, warm)
+        return _run_iterations(config, iterations, console, workdir, programs, warm, podman)
     finally:
         if warm is not None:
             warm.close()
@@ -92,6 +110,7 @@ def _run_iterations(
     workdir: Path,
     programs: Mapping[str, list[str]] | None,
     warm: WarmStarts | None,
+    podman: PodmanOptions | None,
 ) -> dict[int, dict[str, float]]:
     from components.core.tracking import ExperimentTracker, ui_command
     from pipelines.compile import compile_config, manifest_of_kind
@@ -119,7 +138,10 @@ def _run_iterations(
                 store=store,
                 workdir=workdir / "executor" / config.name / f"iteration-{iteration:05d}",
                 options=ExecutorOptions(
-                    skip_existing_outputs=True, skip=_resume_rule(store, layout, iteration), **extra_options
+                    skip_existing_outputs=True,
+                    skip=_resume_rule(store, layout, iteration),
+                    podman=podman,
+                    **extra_options,
                 ),
                 observer=view.observe,
             )
@@ -146,6 +168,9 @@ def run_command(
     warm_start: bool = typer.Option(
         True, help="Fork the steps from a process that imported them once (--no-warm-start: a fresh Python each)."
     ),
+    runtime: Runtime = typer.Option(
+        "process", help="process: every container a local process; podman: each rollout a real pod (make podman-base)."
+    ),
 ) -> None:
     """Run RL iterations on this machine; rerun the same command to resume after a stop."""
     try:
@@ -155,7 +180,7 @@ def run_command(
         raise typer.Exit(2) from None
     console = Console()
     try:
-        run_experiment(experiment, iterations, console, warm_start=warm_start)
+        run_experiment(experiment, iterations, console, warm_start=warm_start, runtime=runtime)
     except (WorkflowFailed, RunError, ManifestError) as exc:
         console.print(str(exc), style="red", markup=False, highlight=False)
         raise typer.Exit(1) from None

@@ -1,7 +1,10 @@
 """The run's state in the store (``state.json``): where the next iteration starts.
 
 Written last by the commit step, so it only ever names an iteration whose rollouts,
-rewards, checkpoint and metrics are all in place.
+rewards, checkpoint and metrics are all in place. Every run of the iteration template
+starts from it (pipelines/prepare.py): the iteration number, the checkpoint to serve and
+the task cursor all come from here, so a failed run changes nothing and a repeated one
+finds its iteration committed.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ class RunState(BaseModel):
 
     last_committed_iteration: int = Field(ge=0)
     checkpoint: int = Field(ge=1, description="The checkpoint the next iteration serves (last + 1).")
+    # A default, so state files written before the cursor existed still read.
+    task_cursor: int = Field(0, ge=0, description="Where the next iteration's tasks start in the task stream.")
 
 
 def read_state(store: ArtifactStore, layout: RunLayout) -> RunState | None:

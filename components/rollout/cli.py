@@ -1,6 +1,7 @@
-"""``openforge step prepare`` and ``openforge step rollout``: parse, validate, call one function.
+"""``openforge step rollout``: parse, validate, call one function.
 
-Both read the experiment config from ``OPENFORGE_CONFIG_YAML``, as every workflow step does.
+It reads the experiment config from ``OPENFORGE_CONFIG_YAML``, as every workflow step does
+(the prepare step, which needs the run's state, lives in pipelines/prepare.py).
 """
 
 from __future__ import annotations
@@ -11,31 +12,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-
-
-def prepare_command(
-    iteration: Annotated[int, typer.Option(min=0, help="The iteration to prepare.")],
-    out: Annotated[Path, typer.Option(help="Where to write the fan-out list [{rollout_id, task_id}, ...] (JSON).")],
-) -> None:
-    """Pick this iteration's tasks, snapshot them into the store and write the rollout plan."""
-    import json
-
-    from components.core.config import ConfigError, config_from_env
-    from components.core.storage import open_store
-    from components.rollout.prepare import prepare_iteration
-    from components.rollout.tasks import TaskError
-
-    try:
-        config = config_from_env()
-        store = open_store(config.storage.uri, config.storage.endpoint_url)
-        rollouts = prepare_iteration(config, iteration, store)
-    except (ConfigError, TaskError) as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rollouts))
-    tasks = len({r["task_id"] for r in rollouts})
-    typer.echo(f"iteration {iteration}: {len(rollouts)} rollouts over {tasks} tasks -> {out}")
 
 
 def rollout_command(

@@ -3,12 +3,15 @@
 The task folders are copied into the run's store (``<name>/tasks/<task_id>/...``) so
 every rollout of the run reads the same bytes, even if the task set changes meanwhile.
 The plan (``plan.json``) lists every rollout; the fan-out list returned (and passed to
-Argo's ``withParam``) carries ids only, because output parameters are size-capped.
+Argo's ``withParam``) carries ids and the pod deadline only, because output parameters are
+size-capped. Which tasks an iteration takes is decided by the run's task cursor
+(``select_tasks``), which the plan records next to where it leaves the cursor.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 from pathlib import Path
 
@@ -26,38 +29,51 @@ def group_id(iteration: int, task_id: str) -> str:
     return f"it{iteration}-{task_id}"
 
 
-def plan_rollouts(tasks: list[Task], samples_per_task: int, iteration: int) -> list[dict]:
+def pod_deadline_s(config: ExperimentConfig, task: Task) -> int:
+    """A rollout pod's whole life: start-up (scheduling, image pull), the harness and the verifier."""
+    time_limit = task.time_limit_s or config.rollout.time_limit_s
+    return math.ceil(time_limit + task.verifier.timeout_s + config.cluster.rollout_startup_s)
+
+
+def plan_rollouts(config: ExperimentConfig, tasks: list[Task], iteration: int) -> list[dict]:
     return [
         {
             "rollout_id": rollout_id(task.id, sample),
             "task_id": task.id,
             "sample_index": sample,
             "group_id": group_id(iteration, task.id),
+            "deadline_s": pod_deadline_s(config, task),
         }
         for task in tasks
-        for sample in range(samples_per_task)
+        for sample in range(config.rollout.samples_per_task)
     ]
 
 
-def prepare_iteration(config: ExperimentConfig, iteration: int, store: ArtifactStore) -> list[dict]:
-    """Select and snapshot the tasks, write ``plan.json``; return the fan-out list (ids only)."""
+def fan_out(plan: dict) -> list[dict]:
+    """The list the DAG fans out over (``withParam``): what each rollout pod is given."""
+    return [{k: r[k] for k in ("rollout_id", "task_id", "deadline_s")} for r in plan["rollouts"]]
+
+
+def prepare_iteration(config: ExperimentConfig, iteration: int, store: ArtifactStore, cursor: int = 0) -> dict:
+    """Select the tasks at ``cursor``, snapshot them, write ``plan.json`` and return the plan."""
     layout = RunLayout(config.name)
     source = config.tasks.source
     with tempfile.TemporaryDirectory(prefix="openforge-tasks-") as cache:
         # An S3 task set is assumed to live behind the same endpoint as the run's store.
         source_store = open_store(source, config.storage.endpoint_url) if source.startswith("s3://") else None
         tasks = load_task_set(source, store=source_store, cache_dir=Path(cache))
-        chosen = select_tasks(tasks, config.tasks.per_iteration, config.seed, iteration)
+        chosen, next_cursor = select_tasks(tasks, config.tasks.per_iteration, config.seed, cursor)
         for task in chosen:
             put_dir(store, layout.task(task.id), task.task_dir)
-    rollouts = plan_rollouts(chosen, config.rollout.samples_per_task, iteration)
     plan = {
         "iteration": iteration,
         "task_source": source,
         "seed": config.seed,
         "samples_per_task": config.rollout.samples_per_task,
+        "task_cursor": cursor,
+        "next_task_cursor": next_cursor,
         "tasks": [task.id for task in chosen],
-        "rollouts": rollouts,
+        "rollouts": plan_rollouts(config, chosen, iteration),
     }
     store.put_bytes(layout.plan(iteration), json.dumps(plan, indent=2).encode() + b"\n")
-    return [{"rollout_id": r["rollout_id"], "task_id": r["task_id"]} for r in rollouts]
+    return plan

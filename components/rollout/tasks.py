@@ -11,6 +11,7 @@ import random
 import re
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -165,10 +166,36 @@ def _download_task_set(store: ArtifactStore, cache_dir: Path | None) -> Path:
     return root
 
 
-def select_tasks(tasks: list[Task], count: int | None, seed: int, iteration: int) -> list[Task]:
-    """This iteration's tasks: ``count`` of them (all when None), the same for the same seed and iteration."""
-    if count is None or count >= len(tasks):
-        return list(tasks)
+class TaskSlice(NamedTuple):
+    """The tasks one iteration takes, and where the run's task cursor stands after them."""
+
+    tasks: list[Task]
+    next_cursor: int
+
+
+def _epoch_order(count: int, seed: int, epoch: int) -> list[int]:
     # A string seed: random.Random hashes it with SHA-512, stable across runs and machines.
-    chosen = random.Random(f"openforge-tasks:{seed}:{iteration}").sample(tasks, count)
-    return sorted(chosen, key=lambda task: task.id)
+    return random.Random(f"openforge-tasks:{seed}:{epoch}").sample(range(count), count)
+
+
+def select_tasks(tasks: list[Task], count: int | None, seed: int, cursor: int) -> TaskSlice:
+    """The ``count`` tasks (all when None) at position ``cursor`` of the run's task stream.
+
+    The stream visits every task once per epoch, each epoch in its own seeded order, so a
+    run sees the whole set before it repeats a task; the cursor counts positions consumed
+    and lives in the run's state, so the same state always gives the same slice.
+    """
+    total = len(tasks)
+    if count is None or count >= total:
+        return TaskSlice(list(tasks), cursor + total)
+    chosen: dict[str, Task] = {}
+    position, orders = cursor, {}  # epoch -> its order
+    while len(chosen) < count:
+        epoch, index = divmod(position, total)
+        if epoch not in orders:
+            orders[epoch] = _epoch_order(total, seed, epoch)
+        task = tasks[orders[epoch][index]]
+        # An epoch's last tasks and the next one's first may coincide: take each once per slice.
+        chosen.setdefault(task.id, task)
+        position += 1
+    return TaskSlice(sorted(chosen.values(), key=lambda task: task.id), position)

@@ -16,6 +16,8 @@ from pipelines.validate._findings import Finding, document_id, format_path
 JsonPath = list[Any]
 
 MAX_NAME = 63
+# Argo appends an 11-character timestamp to a CronWorkflow's name for every run it starts.
+MAX_CRON_NAME = 52
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ENUMS = {  # key -> allowed values, wherever the key appears
     "imagePullPolicy": ("Always", "IfNotPresent", "Never"),
@@ -85,6 +87,7 @@ class _Linter:
         self._check_names()
         self._check_template_refs()
         self._check_workflow_parameters()
+        self._check_entrypoint_inputs()
         for index, template in enumerate(self.template_list):
             path = self.spec_path + ["templates", index]
             self._check_template_inputs(template, path)
@@ -115,6 +118,12 @@ class _Linter:
         meta = self.doc.get("metadata") or {}
         if "name" in meta:
             self._name(["metadata", "name"], meta["name"], self.doc.get("kind", "object"))
+            if self.doc.get("kind") == "CronWorkflow" and len(str(meta["name"])) > MAX_CRON_NAME:
+                self.add(
+                    ["metadata", "name"],
+                    f"CronWorkflow name {meta['name']!r} has {len(str(meta['name']))} characters; at most "
+                    f"{MAX_CRON_NAME} are allowed (Argo appends a timestamp to it for each run)",
+                )
         self._unique(self.spec_path + ["templates"], _names(self.template_list), "template")
         for i, template in enumerate(self.template_list):
             path = self.spec_path + ["templates", i]
@@ -149,6 +158,21 @@ class _Linter:
                 if scope == "workflow" and kind == "parameters" and name not in declared:
                     ref = _tag(f"workflow.parameters.{name}")
                     self.add(path, f"{ref} is not declared in spec.arguments.parameters")
+
+    def _check_entrypoint_inputs(self) -> None:
+        """Argo gives the entrypoint's inputs the workflow arguments of the same name; one without
+        a value or default there fails the workflow at submission."""
+        entry = self.templates.get(self.spec.get("entrypoint"))
+        if entry is None:
+            return
+        given = set(_names((self.spec.get("arguments") or {}).get("parameters")))
+        for parameter in (entry.get("inputs") or {}).get("parameters") or []:
+            name = parameter.get("name")
+            if name not in given and "value" not in parameter and "default" not in parameter:
+                self.add(
+                    self.spec_path + ["arguments", "parameters"],
+                    f"entrypoint {entry.get('name')!r} takes input {name!r}, which spec.arguments does not give",
+                )
 
     def _check_template_inputs(self, template: dict[str, Any], path: JsonPath) -> None:
         inputs = template.get("inputs") or {}

@@ -3,8 +3,11 @@
 Runs the *compiled* iteration manifest end to end in seconds (no model, no harness):
 each step does the least that keeps the data contracts (store keys, outcome records,
 metrics, checkpoint markers) and appends `<step> <iteration> [<id>]` to the file named
-by env FAKE_OPENFORGE_LOG, so tests can count what ran. The commit step is the real one.
-Env FAKE_FAIL_TRAIN=K makes the train step of iteration K fail once.
+by env FAKE_OPENFORGE_LOG, so tests can count what ran. The prepare and commit steps are
+the real ones (they hold the run's state machine); the exit hook only logs its status.
+Env FAKE_FAIL_TRAIN=K makes the train step of iteration K fail once; FAKE_FAIL_COMMIT=K
+makes every commit attempt of iteration K fail while it is set (retries included). A train
+step whose checkpoint is committed does nothing, as the real one does.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from components.core.config import CONFIG_ENV, config_from_env
 from components.core.metrics import merge_metrics
 from components.core.outcome import Outcome, RolloutStatus
-from components.core.storage import RunLayout, open_store, put_dir
+from components.core.storage import RunLayout, open_store
 
 
 def _log(*words: object) -> None:
@@ -60,14 +63,21 @@ def _get(url: str, deadline_s: float = 20.0) -> bytes:
             time.sleep(0.05)
 
 
+def write_task(tasks_dir: Path, task_id: str, reward: float) -> None:
+    """A real task folder (the real prepare step loads it) whose `reward` file the fake rollout reads."""
+    folder = tasks_dir / task_id
+    folder.mkdir(parents=True)
+    (folder / "task.yaml").write_text(f"id: {task_id}\nprompt: p\nverifier: {{command: [python3, v.py]}}\n")
+    (folder / "reward").write_text(str(reward))
+
+
 def prepare(args: argparse.Namespace) -> None:
-    config, store, layout = _store()
-    rollouts = []
-    for task_dir in sorted(Path(config.tasks.source).iterdir()):
-        put_dir(store, layout.task(task_dir.name), task_dir)
-        rollouts += [{"rollout_id": f"{task_dir.name}-s{i}", "task_id": task_dir.name} for i in range(config.rollout.samples_per_task)]
-    Path(args.out).write_text(json.dumps(rollouts))
-    _log("prepare", args.iteration)
+    from pipelines.prepare import parse_iteration, prepare_step, write_outputs
+
+    config, store, _ = _store()
+    prepared = prepare_step(config, parse_iteration(args.iteration), store)
+    write_outputs(prepared, Path(args.out_dir))
+    _log("prepare", prepared.iteration, "pending" if prepared.pending else "done")
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -120,11 +130,10 @@ def score(args: argparse.Namespace) -> None:
 
 def train(args: argparse.Namespace) -> None:
     config, store, layout = _store()
-    fail_flag = Path(os.environ["FAKE_OPENFORGE_LOG"] + ".failed-train")
-    if os.environ.get("FAKE_FAIL_TRAIN") == str(args.iteration) and not fail_flag.exists():
-        fail_flag.touch()
-        sys.exit("train failed on purpose")
+    _fail_once("train", args.iteration)
     version = args.iteration + 1
+    if store.exists(layout.checkpoint_marker(version)):
+        return
     store.put_bytes(f"{layout.checkpoint(version)}/model.bin", b"weights")
     merge_metrics(store, layout.metrics(args.iteration), {"train/loss": 1.0 / version, "batch/rows": 4.0})
     store.put_bytes(layout.checkpoint_marker(version), b"")
@@ -134,8 +143,21 @@ def train(args: argparse.Namespace) -> None:
 def commit(args: argparse.Namespace) -> None:
     from pipelines.commit import commit_iteration
 
+    if os.environ.get("FAKE_FAIL_COMMIT") == str(args.iteration):
+        sys.exit("commit failed on purpose")
     commit_iteration(config_from_env(), args.iteration, os.environ[CONFIG_ENV])
     _log("commit", args.iteration)
+
+
+def record_status(args: argparse.Namespace) -> None:
+    _log("record-status", args.workflow, args.status)
+
+
+def _fail_once(step: str, iteration: int) -> None:
+    flag = Path(f"{os.environ['FAKE_OPENFORGE_LOG']}.failed-{step}-{iteration}")
+    if os.environ.get(f"FAKE_FAIL_{step.upper()}") == str(iteration) and not flag.exists():
+        flag.touch()
+        sys.exit(f"{step} failed on purpose")
 
 
 def main() -> None:
@@ -148,12 +170,16 @@ def main() -> None:
     proxy_parser.add_argument("--training", action="store_true")
     proxy_parser.set_defaults(run=proxy)
     steps = commands.add_parser("step").add_subparsers(dest="step", required=True)
+    status = steps.add_parser("record-status")
+    status.add_argument("--workflow", required=True)
+    status.add_argument("--status", required=True)
+    status.set_defaults(run=record_status)
     for name, fn in (("prepare", prepare), ("serve", serve), ("rollout", rollout), ("score", score), ("train", train), ("commit", commit)):
         step = steps.add_parser(name)
-        step.add_argument("--iteration", type=int, required=True)
+        step.add_argument("--iteration", type=str if name == "prepare" else int, required=True)
         step.set_defaults(run=fn)
         if name == "prepare":
-            step.add_argument("--out", required=True)
+            step.add_argument("--out-dir", required=True)
         if name == "serve":
             step.add_argument("--host", required=True)
             step.add_argument("--port", type=int, required=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ def _config(tmp_path: Path, tracking_uri: str, name: str) -> ExperimentConfig:
 
 def _trained(config: ExperimentConfig, iteration: int, reward: float) -> None:
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
+    plan = {"iteration": iteration, "task_cursor": 3 * iteration, "next_task_cursor": 3 * iteration + 3}
+    store.put_bytes(layout.plan(iteration), json.dumps(plan).encode())
     merge_metrics(store, layout.metrics(iteration), {"reward/mean": reward, "pass@1": reward, "pass^k": 0.0})
     merge_metrics(store, layout.metrics(iteration), {"train/loss": 0.3})
     store.put_bytes(layout.checkpoint_marker(iteration + 1), b"")
@@ -41,7 +44,7 @@ def test_commit_twice_logs_one_value_per_iteration_and_writes_state(tmp_path: Pa
     # A rerun (e.g. an Argo retry) after the metrics file changed must not add a second point.
     merge_metrics(open_store(config.storage.uri), RunLayout(config.name).metrics(0), {"reward/mean": 0.9})
     state = commit_iteration(config, 0, "name: commit-twice\n")
-    assert state.model_dump() == {"last_committed_iteration": 0, "checkpoint": 1}
+    assert state.model_dump() == {"last_committed_iteration": 0, "checkpoint": 1, "task_cursor": 3}
     tracker = ExperimentTracker(config.tracking, config.name)
     history = tracker.client.get_metric_history(tracker.run_id, "reward/mean")
     assert [(m.step, m.value) for m in history] == [(0, 0.25)]
@@ -69,3 +72,19 @@ def test_commit_command_reads_the_config_from_the_environment(tmp_path: Path, tr
     assert read_state(open_store(config.storage.uri), RunLayout(config.name)).checkpoint == 1
     missing = CliRunner().invoke(app, ["step", "commit", "--iteration", "0"], env={CONFIG_ENV: ""})
     assert missing.exit_code == 2 and CONFIG_ENV in missing.output
+
+
+def test_commit_moves_the_task_cursor_to_where_the_plan_left_it(tmp_path: Path, tracking_uri: str) -> None:
+    config = _config(tmp_path, tracking_uri, "commit-cursor")
+    for iteration in (0, 1):
+        _trained(config, iteration, reward=0.5)
+        state = commit_iteration(config, iteration, "")
+    assert (state.last_committed_iteration, state.checkpoint, state.task_cursor) == (1, 2, 6)
+
+
+def test_commit_refuses_to_leave_a_gap_in_the_history(tmp_path: Path, tracking_uri: str) -> None:
+    config = _config(tmp_path, tracking_uri, "commit-gap")
+    _trained(config, 1, reward=0.5)
+    with pytest.raises(CommitError, match="before iteration 0"):
+        commit_iteration(config, 1, "")
+    assert read_state(open_store(config.storage.uri), RunLayout(config.name)) is None

@@ -22,7 +22,7 @@ REGEN = os.environ.get("OPENFORGE_REGEN_GOLDEN") == "1"
 
 def test_quickstart_compiles_to_the_committed_golden_manifests(tmp_path: Path) -> None:
     written = write_manifests(quickstart_config(), tmp_path)
-    assert [p.name for p in written] == ["iteration-template.yaml"]
+    assert [p.name for p in written] == ["iteration-template.yaml", "continual-cron.yaml", "train-workflow.yaml"]
     for path in written:
         golden = GOLDEN_DIR / path.name
         if REGEN:
@@ -42,11 +42,11 @@ def test_compiling_twice_gives_the_same_bytes() -> None:
     assert first == second
 
 
-def test_written_yaml_reads_back_as_the_compiled_manifest(tmp_path: Path) -> None:
-    (path,) = write_manifests(quickstart_config(), tmp_path)
-    assert yaml.safe_load(path.read_text()) == compile_config(quickstart_config())[0]
+def test_written_yaml_reads_back_as_the_compiled_manifests(tmp_path: Path) -> None:
+    paths = write_manifests(quickstart_config(), tmp_path)
+    assert [yaml.safe_load(p.read_text()) for p in paths] == compile_config(quickstart_config())
     # The embedded config stays a readable literal block, not one escaped line.
-    assert "value: |\n" in path.read_text()
+    assert "value: |\n" in paths[0].read_text()
 
 
 def test_compile_command_writes_under_the_experiment_name_and_checks(tmp_path: Path) -> None:

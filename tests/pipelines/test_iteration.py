@@ -10,48 +10,83 @@ from components.core.config import CONFIG_ENV
 from components.core.storage import RunLayout
 from pipelines.compile import compile_config
 
-ITERATION = "{{workflow.parameters.iteration}}"
+ITERATION = "{{inputs.parameters.iteration}}"
 STEPS = ("prepare", "serve", "rollout", "score", "train", "commit")
+PENDING = "{{tasks.prepare.outputs.parameters.pending}} == true"
 
 
 def _containers(tmpl: dict[str, Any]) -> list[dict[str, Any]]:
     return [tmpl["container"], *tmpl.get("sidecars", [])]
 
 
-def test_dag_chains_prepare_serve_rollout_score_train_commit() -> None:
+def _depends(doc: dict[str, Any], dag: str) -> dict[str, str | None]:
+    return {t["name"]: t.get("depends") for t in template(doc, dag)["dag"]["tasks"]}
+
+
+def test_dag_chains_prepare_generate_score_train_commit() -> None:
     doc = quickstart_manifest()
     assert doc["spec"]["entrypoint"] == "iteration"
-    depends = {t["name"]: t.get("depends") for t in template(doc, "iteration")["dag"]["tasks"]}
-    assert depends == {
+    assert _depends(doc, "iteration") == {
         "prepare": None,
-        "serve": "prepare",
-        "rollout": "prepare && serve",
-        "score": "rollout",
+        "generate": "prepare",
+        "score": "generate",
         "train": "score",
         "commit": "train",
     }
+    assert _depends(doc, "generate") == {"serve": None, "rollout": "serve"}
+
+
+def test_only_a_pending_iteration_runs_past_prepare() -> None:
+    doc = quickstart_manifest()
+    assert dag_task(doc, "generate")["when"] == "{{tasks.prepare.outputs.parameters.generate}} == true"
+    for step in ("score", "train", "commit"):
+        assert dag_task(doc, step)["when"] == PENDING
+    assert "when" not in dag_task(doc, "prepare")
+
+
+def test_later_steps_take_the_iteration_prepare_resolved() -> None:
+    doc = quickstart_manifest()
+    prepare = dag_task(doc, "prepare")
+    assert prepare["arguments"]["parameters"] == [{"name": "iteration", "value": ITERATION}]
+    resolved = {"name": "iteration", "value": "{{tasks.prepare.outputs.parameters.iteration}}"}
+    for step in ("generate", "score", "train", "commit"):
+        assert resolved in dag_task(doc, step)["arguments"]["parameters"]
+    # The entrypoint's input comes from the workflow argument of the same name, `next` by default.
+    (declared,) = [p for p in doc["spec"]["arguments"]["parameters"] if p["name"] == "iteration"]
+    assert declared["value"] == "next"
 
 
 def test_rollouts_fan_out_over_the_list_prepare_writes() -> None:
     doc = quickstart_manifest()
+    generate = dag_task(doc, "generate")
+    rollouts = {p["name"]: p["value"] for p in generate["arguments"]["parameters"]}["rollouts"]
+    assert rollouts == "{{tasks.prepare.outputs.parameters.rollouts}}"
     rollout = dag_task(doc, "rollout")
-    assert rollout["withParam"] == "{{tasks.prepare.outputs.parameters.rollouts}}"
+    assert rollout["withParam"] == "{{inputs.parameters.rollouts}}"
     args = {p["name"]: p["value"] for p in rollout["arguments"]["parameters"]}
     assert args == {
+        "iteration": ITERATION,
         "rollout-id": "{{item.rollout_id}}",
         "task-id": "{{item.task_id}}",
+        "deadline": "{{item.deadline_s}}",
         "serve-address": "{{tasks.serve.ip}}:8000",
     }
-    prepare = template(doc, "prepare")
-    assert prepare["outputs"]["parameters"] == [{"name": "rollouts", "valueFrom": {"path": "/tmp/rollouts.json"}}]
-    assert prepare["container"]["command"][-2:] == ["--out", "/tmp/rollouts.json"]
+    outputs = {p["name"]: p["valueFrom"]["path"] for p in template(doc, "prepare")["outputs"]["parameters"]}
+    assert outputs == {
+        "iteration": "/tmp/prepare/iteration",
+        "pending": "/tmp/prepare/pending",
+        "generate": "/tmp/prepare/generate",
+        "rollouts": "/tmp/prepare/rollouts.json",
+    }
+    assert template(doc, "prepare")["container"]["command"][-2:] == ["--out-dir", "/tmp/prepare"]
 
 
-def test_rollout_concurrency_bounds_the_dag_with_room_for_the_serve_daemon() -> None:
+def test_rollout_concurrency_bounds_the_generate_dag_with_room_for_the_serve_daemon() -> None:
     config = quickstart_config().model_copy(deep=True)
     config.rollout.concurrency = 3
     doc = compile_config(config)[0]
-    assert template(doc, "iteration")["parallelism"] == 4
+    assert template(doc, "generate")["parallelism"] == 4
+    assert "parallelism" not in template(doc, "iteration")
 
 
 def test_serve_is_a_daemon_ready_when_health_answers() -> None:
@@ -68,6 +103,7 @@ def test_every_container_runs_its_step_with_the_config_and_iteration() -> None:
     for step in STEPS:
         tmpl = template(doc, step)
         assert tmpl["container"]["command"][:5] == ["openforge", "step", step, "--iteration", ITERATION]
+        assert {"name": "iteration"} in tmpl["inputs"]["parameters"]
         for container in _containers(tmpl):
             assert {"name": CONFIG_ENV, "value": "{{workflow.parameters.config}}"} in container["env"]
 
@@ -80,32 +116,23 @@ def test_config_parameter_holds_the_whole_config_as_yaml() -> None:
     assert yaml.safe_load(text) == quickstart_config().model_dump(mode="json")
 
 
-def test_rollout_pod_holds_no_storage_or_model_credentials() -> None:
-    rollout = template(quickstart_manifest(), "rollout")
-    for container in _containers(rollout):
-        assert "envFrom" not in container
-        assert all("valueFrom" not in e for e in container.get("env", []))
-        assert [e["name"] for e in container["env"]] == [CONFIG_ENV]
-
-
 def test_storage_steps_get_credentials_from_the_configured_secret() -> None:
     config = quickstart_config().model_copy(deep=True)
     config.cluster.storage_secret = "my-minio"
     doc = compile_config(config)[0]
-    for step in ("prepare", "serve", "score", "train", "commit"):
+    for step in ("prepare", "serve", "score", "train", "commit", "exit-handler"):
         assert template(doc, step)["container"]["envFrom"] == [{"secretRef": {"name": "my-minio"}}]
 
 
 def test_rollout_pod_runs_the_proxy_as_a_sidecar_sharing_the_work_volume() -> None:
     rollout = template(quickstart_manifest(), "rollout")
-    assert rollout["volumes"] == [{"name": "work", "emptyDir": {}}]
     (sidecar,) = rollout["sidecars"]
     assert sidecar["command"] == [
         "openforge", "proxy", "--upstream", "http://{{inputs.parameters.serve-address}}",
         "--out", "/work/trajectories", "--port", "8100", "--training",
     ]  # fmt: skip
     for container in (rollout["container"], sidecar):
-        assert container["volumeMounts"] == [{"name": "work", "mountPath": "/work"}]
+        assert {"name": "work", "mountPath": "/work"} in container["volumeMounts"]
     command = rollout["container"]["command"]
     flags = dict(zip(command[5::2], command[6::2]))
     assert flags == {
@@ -145,6 +172,7 @@ def test_images_namespace_and_account_come_from_the_cluster_config() -> None:
     assert template(doc, "rollout")["sidecars"][0]["image"] == "p:1"
     assert doc["metadata"]["namespace"] == "team-a"
     assert doc["spec"]["serviceAccountName"] == "runner"
+    assert template(doc, "rollout")["executor"] == {"serviceAccountName": "runner"}
 
 
 def test_longest_allowed_experiment_name_gives_a_63_character_template_name() -> None:

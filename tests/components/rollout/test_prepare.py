@@ -4,12 +4,9 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from components.core.config import CONFIG_ENV
 from components.core.storage import LocalStore, RunLayout
-from components.rollout.cli import prepare_command
-from components.rollout.prepare import prepare_iteration
+from components.rollout.prepare import fan_out, prepare_iteration
 
 
 @pytest.fixture
@@ -31,15 +28,19 @@ def test_prepare_writes_plan_snapshot_and_fanout(rollout_config, task_set: Path,
     config = _config(rollout_config, task_set)
     store = LocalStore(tmp_path / "store")
 
-    fanout = prepare_iteration(config, 4, store)
+    returned = prepare_iteration(config, 4, store, cursor=1)
 
     layout = RunLayout(config.name)
     plan = json.loads(store.get_bytes(layout.plan(4)))
+    assert plan == returned
     assert plan["iteration"] == 4 and plan["samples_per_task"] == 3 and len(plan["tasks"]) == 2
+    assert plan["task_cursor"] == 1 and plan["next_task_cursor"] == 3
     assert [r["rollout_id"] for r in plan["rollouts"]] == [f"{t}-s{i}" for t in plan["tasks"] for i in range(3)]
     assert {r["group_id"] for r in plan["rollouts"]} == {f"it4-{t}" for t in plan["tasks"]}
-    # The fan-out list carries ids only (Argo caps output parameters).
-    assert fanout == [{"rollout_id": r["rollout_id"], "task_id": r["task_id"]} for r in plan["rollouts"]]
+    # The fan-out list carries ids and the pod deadline only (Argo caps output parameters).
+    assert fan_out(plan) == [
+        {"rollout_id": r["rollout_id"], "task_id": r["task_id"], "deadline_s": r["deadline_s"]} for r in plan["rollouts"]
+    ]
     # Exactly the chosen tasks are snapshotted, under deterministic keys.
     snapshot = store.list(f"{config.name}/tasks")
     assert snapshot == sorted(
@@ -51,9 +52,9 @@ def test_prepare_is_deterministic(rollout_config, task_set: Path, tmp_path: Path
     config = _config(rollout_config, task_set)
     stores = [LocalStore(tmp_path / "one"), LocalStore(tmp_path / "two")]
 
-    fanouts = [prepare_iteration(config, 1, store) for store in stores]
+    plans = [prepare_iteration(config, 1, store) for store in stores]
 
-    assert fanouts[0] == fanouts[1]
+    assert plans[0] == plans[1]
     assert stores[0].list("") == stores[1].list("")
     for key in stores[0].list(""):
         assert stores[0].get_bytes(key) == stores[1].get_bytes(key)
@@ -71,49 +72,20 @@ def test_prepare_rerun_overwrites_the_same_keys(rollout_config, task_set: Path, 
 
 
 def test_prepare_without_per_iteration_uses_every_task(rollout_config, task_set: Path, tmp_path: Path) -> None:
-    fanout = prepare_iteration(_config(rollout_config, task_set, None), 0, LocalStore(tmp_path / "store"))
-    assert sorted({r["task_id"] for r in fanout}) == ["alpha", "beta", "delta", "gamma"]
-    assert len(fanout) == 12
+    plan = prepare_iteration(_config(rollout_config, task_set, None), 0, LocalStore(tmp_path / "store"))
+    assert sorted({r["task_id"] for r in plan["rollouts"]}) == ["alpha", "beta", "delta", "gamma"]
+    assert len(plan["rollouts"]) == 12
 
 
-def test_prepare_command_writes_the_fanout_file(
-    rollout_config, task_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_pod_deadline_covers_start_up_the_task_time_limit_and_the_verifier(
+    rollout_config, task_set: Path, tmp_path: Path
 ) -> None:
-    config = _config(rollout_config, task_set, storage={"uri": f"file://{tmp_path / 'store'}"})
-    monkeypatch.setenv(CONFIG_ENV, _yaml(config))
-    out = tmp_path / "out" / "rollouts.json"
-
-    result = _invoke(["--iteration", "2", "--out", str(out)])
-
-    assert result.exit_code == 0, result.output
-    fanout = json.loads(out.read_text())
-    assert len(fanout) == 6 and set(fanout[0]) == {"rollout_id", "task_id"}
-    assert LocalStore(tmp_path / "store").exists(RunLayout(config.name).plan(2))
-
-
-def test_prepare_command_reports_a_broken_task(
-    rollout_config, task_set: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (task_set / "beta" / "task.yaml").write_text("id: beta\nprompt: x\n")
-    config = _config(rollout_config, task_set)
-    monkeypatch.setenv(CONFIG_ENV, _yaml(config))
-
-    result = _invoke(["--iteration", "0", "--out", str(tmp_path / "out.json")])
-
-    assert result.exit_code == 2
-    assert "beta/task.yaml" in result.output and "verifier: required field is missing" in result.output
-    assert not (tmp_path / "out.json").exists()
-
-
-def _yaml(config) -> str:
-    import yaml
-
-    return yaml.safe_dump(config.model_dump(mode="json", exclude_defaults=True))
-
-
-def _invoke(args: list[str]):
-    import typer
-
-    app = typer.Typer()
-    app.command()(prepare_command)
-    return CliRunner().invoke(app, args)
+    (task_set / "alpha" / "task.yaml").write_text(
+        (task_set / "alpha" / "task.yaml").read_text() + "time_limit_s: 90\n"
+    )
+    config = _config(rollout_config, task_set, None, cluster={"rollout_startup_s": 200})
+    plan = prepare_iteration(config, 0, LocalStore(tmp_path / "store"))
+    deadlines = {r["task_id"]: r["deadline_s"] for r in plan["rollouts"]}
+    verifier_s = 10  # make_task's verifier timeout
+    assert deadlines["alpha"] == 90 + verifier_s + 200
+    assert deadlines["beta"] == config.rollout.time_limit_s + verifier_s + 200

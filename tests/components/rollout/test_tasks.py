@@ -122,15 +122,29 @@ def test_task_set_loads_from_s3(tmp_path: Path, make_task, monkeypatch: pytest.M
     assert tasks[0].prompt == "do gamma"
 
 
-def test_selection_is_seeded_by_seed_and_iteration(make_task, tmp_path: Path) -> None:
+def test_selection_walks_the_whole_set_before_repeating_a_task(make_task, tmp_path: Path) -> None:
     for i in range(8):
         make_task(f"t{i}")
     tasks = load_task_set(tmp_path / "tasks")
 
-    first = [t.id for t in select_tasks(tasks, 3, seed=1, iteration=0)]
-    assert first == [t.id for t in select_tasks(tasks, 3, seed=1, iteration=0)]
-    assert len(first) == 3 and first == sorted(first)
-    others = {tuple(t.id for t in select_tasks(tasks, 3, seed=1, iteration=k)) for k in range(1, 6)}
-    assert others - {tuple(first)}, "every iteration picked the same tasks"
-    assert [t.id for t in select_tasks(tasks, None, seed=1, iteration=0)] == [t.id for t in tasks]
-    assert len(select_tasks(tasks, 20, seed=1, iteration=0)) == 8
+    cursor, seen = 0, []
+    for _ in range(4):  # two epochs of 8 tasks, 3 per slice (the last slice crosses an epoch)
+        chosen, cursor = select_tasks(tasks, 3, seed=1, cursor=cursor)
+        ids = [t.id for t in chosen]
+        assert len(ids) == 3 and ids == sorted(ids) and len(set(ids)) == 3
+        seen += ids
+    assert sorted(seen[:6]) == sorted(set(seen[:6])), "a task came twice within the first epoch"
+    assert {t.id for t in tasks} <= set(seen[:9])
+    assert cursor >= 12
+
+
+def test_selection_depends_only_on_seed_and_cursor(make_task, tmp_path: Path) -> None:
+    for i in range(8):
+        make_task(f"t{i}")
+    tasks = load_task_set(tmp_path / "tasks")
+
+    assert select_tasks(tasks, 3, seed=1, cursor=5) == select_tasks(tasks, 3, seed=1, cursor=5)
+    assert select_tasks(tasks, 3, seed=1, cursor=0) != select_tasks(tasks, 3, seed=2, cursor=0)
+    everything = select_tasks(tasks, None, seed=1, cursor=4)
+    assert [t.id for t in everything.tasks] == [t.id for t in tasks] and everything.next_cursor == 12
+    assert len(select_tasks(tasks, 20, seed=1, cursor=0).tasks) == 8

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
-from tests.pipelines._manifests import quickstart_manifest, template
+from tests.pipelines._manifests import quickstart_manifest, quickstart_manifests, template, template_path
 
 from pipelines.validate import roundtrip_findings
 
 
-def test_compiled_manifest_survives_the_round_trip_unchanged() -> None:
-    assert roundtrip_findings(quickstart_manifest()) == []
+def test_compiled_manifests_survive_the_round_trip_unchanged() -> None:
+    for doc in quickstart_manifests():
+        assert roundtrip_findings(doc) == [], doc["kind"]
 
 
 def test_unknown_field_is_reported_as_dropped() -> None:
     doc = quickstart_manifest()
-    template(doc, "iteration")["parallelizm"] = 4
+    template(doc, "generate")["parallelizm"] = 4
     (finding,) = roundtrip_findings(doc)
-    assert finding.path == "spec.templates[0].parallelizm"
+    assert finding.path == f"{template_path(doc, 'generate')}.parallelizm"
     assert "dropped by Hera's model" in finding.message
 
 
@@ -29,18 +30,18 @@ def test_snake_case_field_is_reported_as_renamed() -> None:
 
 def test_coerced_value_is_reported_as_changed() -> None:
     doc = quickstart_manifest()
-    template(doc, "iteration")["parallelism"] = "9"
+    template(doc, "generate")["parallelism"] = "9"
     (finding,) = roundtrip_findings(doc)
-    assert finding.path == "spec.templates[0].parallelism"
+    assert finding.path == f"{template_path(doc, 'generate')}.parallelism"
     assert finding.message == "changed by Hera's model from '9' to 9"
 
 
 def test_wrong_type_is_rejected_by_the_models_with_its_location() -> None:
     doc = quickstart_manifest()
-    template(doc, "iteration")["parallelism"] = "three"
+    template(doc, "generate")["parallelism"] = "three"
     findings = roundtrip_findings(doc)
     assert findings and all(f.layer == "roundtrip" for f in findings)
-    assert findings[0].path.startswith("spec.templates[0].parallelism")
+    assert findings[0].path.startswith(f"{template_path(doc, 'generate')}.parallelism")
     assert "'three'" in findings[0].message
 
 

@@ -1,0 +1,126 @@
+"""The prepare step as the workflow runs it: which iteration, which tasks, which rollouts are left.
+
+`openforge step prepare --iteration next|K` reads the run's state from the store and
+decides what this run of the iteration template does:
+
+- ``next`` is the first iteration not yet committed (what the CronWorkflow asks for);
+- an iteration that is already committed is *not pending*: the DAG skips everything
+  after prepare, so repeating a run (a resubmitted bounded workflow, a retried cron run)
+  never trains twice;
+- an iteration beyond the next one is refused (it would leave a gap in the history);
+- the tasks come from the state's task cursor; a plan already written for this
+  iteration (an interrupted attempt) is reused as it is, so a resumed iteration keeps
+  its tasks even if the task set changed meanwhile;
+- rollouts whose outcome is already stored are left out of the fan-out, so a resumed
+  iteration never reruns (and overwrites) a finished rollout.
+
+Its outputs, one small file each (Argo output parameters): the iteration number, whether
+the iteration is pending, whether any rollout is left (the serve + rollout sub-DAG
+runs only then), and the fan-out list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import BaseModel
+
+from components.core.config import ExperimentConfig
+from components.core.storage import ArtifactStore, RunLayout
+from pipelines.state import read_state
+
+NEXT = "next"
+
+
+class PrepareError(RuntimeError):
+    """An iteration that cannot be prepared now; the message says why and what to submit instead."""
+
+
+class Prepared(BaseModel):
+    """What the prepare step tells the rest of the DAG."""
+
+    iteration: int
+    pending: bool
+    rollouts: list[dict]
+    reason: str
+
+    @property
+    def generate(self) -> bool:
+        return self.pending and bool(self.rollouts)
+
+
+def parse_iteration(value: str) -> int | None:
+    """``next`` -> None, a non-negative number -> itself; anything else is a clear error."""
+    if value == NEXT:
+        return None
+    if not value.isdigit():
+        raise PrepareError(f"--iteration {value!r}: give a non-negative number or {NEXT!r}")
+    return int(value)
+
+
+def prepare_step(config: ExperimentConfig, requested: int | None, store: ArtifactStore) -> Prepared:
+    """Resolve the iteration against the run's state and plan what is left of it."""
+    from components.rollout.prepare import fan_out, prepare_iteration
+
+    layout = RunLayout(config.name)
+    state = read_state(store, layout)
+    first_open = 0 if state is None else state.last_committed_iteration + 1
+    iteration = first_open if requested is None else requested
+    if iteration < first_open:
+        return Prepared(
+            iteration=iteration,
+            pending=False,
+            rollouts=[],
+            reason=f"iteration {iteration} is already committed (last committed: {first_open - 1}); nothing to do",
+        )
+    if iteration > first_open:
+        raise PrepareError(
+            f"iteration {iteration} cannot run before iteration {first_open} is committed "
+            f"({store.root}/{layout.state()}); submit iteration={NEXT} instead"
+        )
+    plan_key = layout.plan(iteration)
+    if store.exists(plan_key):
+        plan, how = json.loads(store.get_bytes(plan_key)), "resumed"
+    else:
+        cursor = 0 if state is None else state.task_cursor
+        plan, how = prepare_iteration(config, iteration, store, cursor), "planned"
+    planned = fan_out(plan)
+    left = [r for r in planned if not store.exists(layout.outcome(iteration, r["rollout_id"]))]
+    reason = f"iteration {iteration} {how}: {len(left)} of {len(planned)} rollouts to run over {len(plan['tasks'])} tasks"
+    return Prepared(iteration=iteration, pending=True, rollouts=left, reason=reason)
+
+
+def write_outputs(prepared: Prepared, out_dir: Path) -> None:
+    """One file per output parameter (the manifest's ``valueFrom.path``s)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    values = {
+        "iteration": str(prepared.iteration),
+        "pending": str(prepared.pending).lower(),
+        "generate": str(prepared.generate).lower(),
+        "rollouts.json": json.dumps(prepared.rollouts),
+    }
+    for name, value in values.items():
+        (out_dir / name).write_text(value)
+
+
+def prepare_command(
+    iteration: Annotated[str, typer.Option(help=f"The iteration to prepare, or {NEXT!r}: the first not yet committed.")],
+    out_dir: Annotated[Path, typer.Option(help="Folder for the outputs: iteration, pending, generate, rollouts.json.")],
+) -> None:
+    """Resolve the iteration from the run's state, pick its tasks and list the rollouts left to run."""
+    from components.core.config import ConfigError, config_from_env
+    from components.core.storage import open_store
+    from components.rollout.tasks import TaskError
+
+    try:
+        config = config_from_env()
+        store = open_store(config.storage.uri, config.storage.endpoint_url)
+        prepared = prepare_step(config, parse_iteration(iteration), store)
+    except (ConfigError, TaskError, PrepareError) as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    write_outputs(prepared, out_dir)
+    typer.echo(prepared.reason)
