@@ -14,6 +14,7 @@ from components.reward.cli import score_command
 from components.rollout.cli import rollout_command
 from components.rollout.harnesses.cli import harness_app
 from components.trainer.cli import batch_app, train_command
+from pipelines.cluster.cli import deploy_command, status_command, submit_command
 from pipelines.commit import commit_command
 from pipelines.compile import compile_command
 from pipelines.prepare import prepare_command
@@ -31,6 +32,9 @@ app.add_typer(engine_app, name="engine")
 app.command("proxy")(proxy_command)
 app.command("compile")(compile_command)
 app.command("run")(run_command)
+app.command("deploy")(deploy_command)
+app.command("submit")(submit_command)
+app.command("status")(status_command)
 app.add_typer(batch_app, name="batch")
 app.add_typer(harness_app, name="harness")
 
