@@ -8,12 +8,13 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses test run bench-proxy bench-learning bench-overhead gpu-smoke clean help
+.PHONY: install harnesses podman-base test run bench-proxy bench-learning bench-overhead gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
 	@echo "make test         set up and run the whole test suite"
 	@echo "make harnesses    install the pinned agent harnesses (a no-op when they are there)"
+	@echo "make podman-base  podman and the local image of --runtime podman (a no-op when there)"
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
@@ -30,6 +31,10 @@ install: $(INSTALLED)
 # Claude Code, Codex, OpenClaw, mini-swe-agent into .openforge/harnesses (~2.4 GB).
 harnesses: $(INSTALLED)
 	$(BIN)/openforge harness install --all
+
+# podman, debootstrap and the local image `openforge run --runtime podman` runs (images/README.md).
+podman-base:
+	bash images/local/build-base.sh
 
 test: $(INSTALLED) harnesses
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -15,6 +15,7 @@ from pipelines.executor._artifacts import ArtifactError, download_inputs, output
 from pipelines.executor._context import Context
 from pipelines.executor._events import NodeEvent, NodePhase
 from pipelines.executor._manifest import ManifestError, retries, retry_limit
+from pipelines.executor._podman import PodmanPod, start_podman_pod
 from pipelines.executor._processes import RunningPod, start_pod
 from pipelines.executor._sandbox import LOOPBACK, PathMap, PodPlan, plan_pod
 from pipelines.executor._templating import unmark
@@ -125,7 +126,13 @@ def _start_daemon(ctx: Context, template: dict[str, Any], task: str, node: str, 
 def _attempt(ctx: Context, template: dict[str, Any], task: str, node: str, where: str) -> TaskOutcome:
     try:
         plan, logs = _prepare(ctx, template, node, where)
-        pod = start_pod(plan, logs, ctx.registry)
+        podman = ctx.options.podman
+        if podman is not None and podman.runs(template):
+            pod: RunningPod | PodmanPod = start_podman_pod(
+                plan, template, ctx.workflow.security_context, logs, podman, ctx.options.stop_timeout_s
+            )
+        else:
+            pod = start_pod(plan, logs, ctx.registry)
     except (ArtifactError, StorageError, ServiceError) as exc:
         return TaskOutcome(NodePhase.FAILED, str(exc), error=True)
     try:

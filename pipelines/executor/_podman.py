@@ -1,0 +1,237 @@
+"""The ``podman`` runtime: a pod of the manifest run for real with ``podman kube play``.
+
+The pod is the template's own: its main container and sidecars with their command, args,
+env, volume mounts and security contexts, the workflow's pod security context (user 1000,
+non-root). What changes, and why (docs/executor.md has the whole list):
+
+- **host network** (`hostNetwork: true`): the proxy sidecar must reach the serve step, a
+  process on this machine's loopback, and container bridge addresses are not usable
+  here. So the pod's ports are mapped to free loopback ports exactly as in the `process`
+  runtime (two pods cannot both listen on 8100), and paths are not: each emptyDir is a
+  `hostPath` to its folder in the sandbox, mounted at the container path the manifest
+  names, so artifacts go in and out as in the `process` runtime.
+- **one local image** for every container (`PodmanOptions.image`, built by `make
+  podman-base`), with this checkout and its venv's site-packages mounted read-only at
+  their own paths: the real images (images/) cannot be built without a registry, and
+  copying a multi-GB venv into an image on every code change would cost minutes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from components.core.services import ServiceError
+from pipelines.executor._sandbox import PodPlan
+from pipelines.executor._templating import map_manifest_text, unmark
+
+LOCAL_IMAGE = "localhost/openforge/local:0.1.0"
+POD_LABEL = "openforge.dev/runtime"  # every pod this runtime starts carries it: `podman pod ps --filter label=...`
+_POLL_S = 0.2
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class PodmanOptions:
+    """Which pods run under podman, and with what image."""
+
+    image: str = LOCAL_IMAGE
+    templates: frozenset[str] = field(default_factory=lambda: frozenset({"rollout"}))
+    """Names of the container templates that run as podman pods; every other runs as processes."""
+    podman: str = "podman"
+
+    def runs(self, template: Mapping[str, Any]) -> bool:
+        return template.get("name") in self.templates and not template.get("daemon")
+
+
+class PodmanUnavailable(RuntimeError):
+    """Podman cannot run pods on this machine; the message says why and what to run."""
+
+
+def podman_problem(options: PodmanOptions) -> str | None:
+    """Why pods cannot run here (no podman, no local image), or None when they can."""
+    if shutil.which(options.podman) is None:
+        return f"{options.podman!r} is not installed: run `make podman-base`"
+    try:
+        found = subprocess.run(
+            [options.podman, "image", "exists", options.image], capture_output=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"podman does not answer: {exc}"
+    if found.returncode != 0:
+        return f"no local image {options.image!r}: run `make podman-base` (images/local/build-base.sh)"
+    return None
+
+
+@dataclass
+class _Logs:
+    """A container's log file, as `_pod_node` reads a process's."""
+
+    log_path: Path
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "<no log>"
+
+
+@dataclass
+class PodmanPod:
+    """A pod started with `podman kube play`; same interface as the process runtime's pod."""
+
+    name: str
+    containers: list[str]  # main first
+    log_dir: Path
+    options: PodmanOptions
+    stop_timeout_s: float
+    main: _Logs = field(init=False)
+    _stopped: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.main = _Logs(self.log_dir / "main.log")
+
+    def wait(self, deadline_s: float | None, cancel: threading.Event) -> int | None:
+        """The main container's exit code; None when the deadline or a cancel stopped it."""
+        end = time.monotonic() + deadline_s if deadline_s else None
+        waiter = subprocess.Popen(
+            [self.options.podman, "wait", self._container("main")], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
+        try:
+            while True:
+                try:
+                    out, _ = waiter.communicate(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    if cancel.is_set() or (end is not None and time.monotonic() > end):
+                        return None
+        finally:
+            if waiter.poll() is None:
+                waiter.kill()
+                waiter.wait()
+        try:
+            return int(out.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise ServiceError(f"podman wait {self._container('main')}: no exit code ({out!r})") from None
+
+    def stop(self) -> None:
+        """Stop the pod (SIGTERM, then SIGKILL after the grace), keep each container's log, remove it."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+        podman = self.options.podman
+        grace = str(max(1, round(self.stop_timeout_s)))
+        _quiet([podman, "pod", "stop", "-t", grace, self.name])
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for container in self.containers:
+            log = self.log_dir / f"{container}.log"
+            with log.open("wb") as out:
+                subprocess.run([podman, "logs", self._container(container)], stdout=out, stderr=subprocess.STDOUT, check=False)
+        _quiet([podman, "pod", "rm", "-f", self.name])
+
+    def _container(self, name: str) -> str:
+        return f"{self.name}-{name}"  # how `podman kube play` names a pod's containers
+
+
+def start_podman_pod(
+    plan: PodPlan,
+    template: dict[str, Any],
+    pod_security: Mapping[str, Any],
+    log_dir: Path,
+    options: PodmanOptions,
+    stop_timeout_s: float,
+) -> PodmanPod:
+    """Write the pod's Kubernetes spec into its sandbox and start it with `podman kube play`."""
+    name = "openforge-" + hashlib.sha1(str(plan.sandbox).encode()).hexdigest()[:16]
+    spec = pod_spec(name, plan, template, pod_security, options.image)
+    path = plan.sandbox / "pod.yaml"
+    path.write_text(json.dumps(spec, indent=1))  # JSON is YAML; kube play reads it as is
+    _quiet([options.podman, "pod", "rm", "-f", name])  # a leftover of a killed run with this sandbox
+    played = subprocess.run([options.podman, "kube", "play", "--quiet", str(path)], capture_output=True, text=True, check=False)
+    pod = PodmanPod(name, [c["name"] for c in spec["spec"]["containers"]], log_dir, options, stop_timeout_s)
+    if played.returncode != 0:
+        pod.stop()
+        raise ServiceError(f"podman kube play {path} failed: {played.stderr.strip() or played.stdout.strip()}")
+    return pod
+
+
+def pod_spec(
+    name: str, plan: PodPlan, template: dict[str, Any], pod_security: Mapping[str, Any], image: str
+) -> dict[str, Any]:
+    """The template's pod as a core/v1 Pod that podman runs on this machine (see the module doc)."""
+    volumes = sorted({m["name"] for c in _containers(template) for m in c.get("volumeMounts") or []})
+    site = Path(sysconfig.get_paths()["purelib"])
+    mounts = {"openforge-checkout": _PROJECT_ROOT, "openforge-site-packages": site}
+    for volume in volumes:
+        # The containers run as a non-root user; the sandbox folders (the volume and the
+        # folders made in it for artifacts, e.g. /work/out) are made by this one.
+        for folder, _, _ in os.walk(plan.sandbox / "volumes" / volume):
+            os.chmod(folder, 0o777)
+    env = [{"name": "PYTHONPATH", "value": f"{_PROJECT_ROOT}{os.pathsep}{site}"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {POD_LABEL: "podman"}},
+        "spec": {
+            "hostNetwork": True,
+            "restartPolicy": "Never",
+            "securityContext": {**pod_security, **(template.get("securityContext") or {})},
+            "containers": [
+                _container(c, n, plan, image, env, mounts)
+                for c, n in zip(_containers(template), ["main", *(s["name"] for s in template.get("sidecars") or [])])
+            ],
+            "volumes": [
+                *({"name": v, "hostPath": {"path": str(plan.sandbox / "volumes" / v), "type": "Directory"}} for v in volumes),
+                *({"name": n, "hostPath": {"path": str(p), "type": "Directory"}} for n, p in mounts.items()),
+            ],
+        },
+    }
+
+
+def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [template["container"], *(template.get("sidecars") or [])]
+
+
+def _container(
+    container: dict[str, Any],
+    name: str,
+    plan: PodPlan,
+    image: str,
+    extra_env: list[dict[str, str]],
+    mounts: Mapping[str, Path],
+) -> dict[str, Any]:
+    command = list(container.get("command") or [])
+    args = plan.ports.rewrite_args(command[1:] + list(container.get("args") or []))
+    env = [
+        {"name": e["name"], "value": unmark(map_manifest_text(e["value"], plan.ports.rewrite))}
+        for e in container.get("env") or []
+        if isinstance(e.get("value"), str)
+    ]
+    volume_mounts = [{"name": m["name"], "mountPath": unmark(m["mountPath"])} for m in container.get("volumeMounts") or []]
+    volume_mounts += [{"name": n, "mountPath": str(p), "readOnly": True} for n, p in mounts.items()]
+    spec: dict[str, Any] = {
+        "name": name,
+        "image": image,
+        "command": unmark([command[0], *args]),
+        "env": [*env, *extra_env],
+        "volumeMounts": volume_mounts,
+    }
+    if container.get("securityContext"):
+        spec["securityContext"] = container["securityContext"]
+    return spec
+
+
+def _quiet(argv: list[str]) -> None:
+    subprocess.run(argv, capture_output=True, check=False)

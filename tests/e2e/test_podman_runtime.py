@@ -1,0 +1,125 @@
+"""`openforge run --runtime podman`: the quickstart's rollouts run as real pods (`podman kube
+play`: harness container plus proxy sidecar, from the compiled pod spec) and record the
+same trajectories, in shape, as the `process` runtime.
+
+Needs podman and the local image (`make podman-base`); skips, saying which, where
+podman cannot run a container."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from components.core.config import ExperimentConfig
+from components.core.storage import RunLayout, open_store
+from components.core.trajectory import RecordedCall
+from pipelines.executor import PodmanOptions, podman_problem
+from pipelines.executor import _pod_node
+from pipelines.run import run_experiment
+
+QUICKSTART_TASKS = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "quickstart"
+
+
+@pytest.fixture(scope="module")
+def podman_runs() -> None:
+    options = PodmanOptions()
+    problem = podman_problem(options)
+    if problem is None:
+        probe = subprocess.run(
+            [options.podman, "run", "--rm", "--network", "none", "--entrypoint", "python3", options.image, "-c", "pass"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if probe.returncode != 0:
+            problem = f"podman cannot start a container here: {probe.stderr.strip()[-500:]}"
+    if problem:
+        pytest.skip(problem)
+
+
+def _config(tmp_path: Path, name: str) -> ExperimentConfig:
+    tasks = tmp_path / "tasks"
+    if not tasks.exists():
+        for task_id in ("say-yes", "write-hello"):
+            shutil.copytree(QUICKSTART_TASKS / task_id, tasks / task_id)
+    return ExperimentConfig.model_validate(
+        {
+            "name": name,
+            "iterations": 1,
+            "tasks": {"source": str(tasks)},
+            "harness": {"max_turns": 2, "max_tokens": 16},
+            "rollout": {"samples_per_task": 2, "concurrency": 4, "time_limit_s": 60},
+            "storage": {"uri": f"file://{tmp_path / 'store'}"},
+            "tracking": {"uri": f"sqlite:///{tmp_path / name}.db"},
+        }
+    )
+
+
+def _shape(config: ExperimentConfig) -> dict[str, Any]:
+    """What must not depend on the runtime: rollouts, outcomes, calls and their recorded fields."""
+    store, layout = open_store(config.storage.uri), RunLayout(config.name)
+    plan = json.loads(store.get_bytes(layout.plan(0)))
+    shape: dict[str, Any] = {}
+    for rollout in plan["rollouts"]:
+        rollout_id = rollout["rollout_id"]
+        outcome = json.loads(store.get_bytes(layout.outcome(0, rollout_id)))
+        lines = store.get_bytes(layout.trajectory(0, rollout_id)).splitlines()
+        calls = [RecordedCall.model_validate_json(line) for line in lines]
+        shape[rollout_id] = {
+            "status": outcome["status"],
+            "calls": outcome["num_calls"],
+            "fields": sorted({key for line in lines for key in json.loads(line)}),
+            "recorded": [
+                (c.call_index, c.api, c.policy_version, c.ok, c.sampling.temperature, bool(c.completion_token_ids))
+                for c in calls
+            ],
+            "logprobs_match_tokens": all(len(c.completion_logprobs) == len(c.completion_token_ids) for c in calls),
+        }
+    return shape
+
+
+@pytest.mark.slow
+def test_podman_runtime_runs_rollouts_as_pods_with_the_process_runtimes_trajectories(
+    podman_runs: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pods: list[dict[str, Any]] = []
+    start = _pod_node.start_podman_pod
+
+    def spy(plan, template, *args):  # type: ignore[no-untyped-def]
+        pod = start(plan, template, *args)
+        pods.append(json.loads((plan.sandbox / "pod.yaml").read_text()))
+        return pod
+
+    monkeypatch.setattr(_pod_node, "start_podman_pod", spy)
+    console = Console(file=io.StringIO(), width=160)
+    by_process, by_podman = _config(tmp_path, "by-process"), _config(tmp_path, "by-podman")
+
+    run_experiment(by_process, console=console, workdir=tmp_path / "process")
+    assert pods == []
+    run_experiment(by_podman, console=console, workdir=tmp_path / "podman", runtime="podman")
+
+    # Every rollout, and nothing else, ran as a pod: harness container plus proxy sidecar,
+    # on the host network, as the user the manifest names.
+    assert len(pods) == 4
+    for pod in pods:
+        spec = pod["spec"]
+        assert [c["name"] for c in spec["containers"]] == ["main", "proxy"]
+        assert spec["hostNetwork"] is True and spec["securityContext"]["runAsUser"] == 1000
+        assert spec["containers"][0]["command"][:3] == ["openforge", "step", "rollout"]
+    leftover = subprocess.run(
+        ["podman", "pod", "ps", "-q", "--filter", "label=openforge.dev/runtime"], capture_output=True, text=True, check=True
+    )
+    assert leftover.stdout.strip() == ""
+
+    process_shape, podman_shape = _shape(by_process), _shape(by_podman)
+    assert len(podman_shape) == 4
+    assert all(r["status"] == "ok" and r["calls"] > 0 and r["logprobs_match_tokens"] for r in podman_shape.values())
+    assert podman_shape == process_shape

@@ -1,0 +1,77 @@
+"""The pod `--runtime podman` hands to `podman kube play`: the template's own containers, on the
+host network with the pod's ports mapped, volumes onto the sandbox, the manifest's users."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.executor._podman import PodmanOptions, pod_spec
+from pipelines.executor._sandbox import PodPlan, plan_pod
+from pipelines.executor._templating import mark
+
+CONFIG = "storage:\n  uri: file:///work/runs\n"  # data: must reach the pod unchanged, /work and all
+
+TEMPLATE = {
+    "name": "rollout",
+    "container": {
+        "image": "openforge/runtime:0.1.0",
+        "command": ["openforge", "step", "rollout", "--proxy-url", "http://127.0.0.1:8100", "--out", "/work/out"],
+        "env": [{"name": "OPENFORGE_CONFIG_YAML", "value": mark(CONFIG)}],
+        "securityContext": {"readOnlyRootFilesystem": True},
+        "volumeMounts": [{"name": "work", "mountPath": "/work"}, {"name": "tmp", "mountPath": "/tmp"}],
+    },
+    "sidecars": [
+        {
+            "name": "proxy",
+            "image": "openforge/proxy:0.1.0",
+            "command": ["openforge", "proxy", "--upstream", mark("http://127.0.0.1:41234"), "--port", "8100"],
+            "ports": [{"containerPort": 8100}],
+            "volumeMounts": [{"name": "work", "mountPath": "/work"}],
+        }
+    ],
+    "volumes": [{"name": "work", "emptyDir": {}}, {"name": "tmp", "emptyDir": {}}],
+}
+
+
+def _spec(tmp_path: Path) -> tuple[dict, PodPlan]:
+    plan = plan_pod(TEMPLATE, {}, tmp_path / "sandbox", tmp_path, {}, "test")
+    return pod_spec("openforge-test", plan, TEMPLATE, {"runAsUser": 1000, "runAsNonRoot": True}, "local:1"), plan
+
+
+def test_pod_keeps_the_templates_containers_users_and_container_paths(tmp_path: Path) -> None:
+    spec, plan = _spec(tmp_path)
+    main, proxy = spec["spec"]["containers"]
+    assert (main["name"], proxy["name"]) == ("main", "proxy")
+    assert spec["spec"]["securityContext"] == {"runAsUser": 1000, "runAsNonRoot": True}
+    assert main["securityContext"] == {"readOnlyRootFilesystem": True}
+    assert main["command"][-2:] == ["--out", "/work/out"]  # mounted there, so not rewritten
+    assert {"name": "OPENFORGE_CONFIG_YAML", "value": CONFIG} in main["env"]
+    volumes = {v["name"]: v["hostPath"]["path"] for v in spec["spec"]["volumes"]}
+    assert volumes["work"] == str(plan.sandbox / "volumes" / "work")
+    assert (plan.sandbox / "volumes" / "work").stat().st_mode & 0o777 == 0o777  # writable by user 1000
+
+
+def test_pod_runs_on_the_host_network_with_the_pods_ports_mapped_to_free_ones(tmp_path: Path) -> None:
+    spec, plan = _spec(tmp_path)
+    main, proxy = spec["spec"]["containers"]
+    port = plan.ports.ports[8100]
+    assert spec["spec"]["hostNetwork"] is True
+    assert proxy["command"][-2:] == ["--port", str(port)]
+    assert f"http://127.0.0.1:{port}" in main["command"]
+    assert "http://127.0.0.1:41234" in proxy["command"]  # the serve address is data: left as given
+
+
+def test_pod_uses_the_local_image_with_the_checkout_mounted_read_only(tmp_path: Path) -> None:
+    spec, _ = _spec(tmp_path)
+    for container in spec["spec"]["containers"]:
+        assert container["image"] == "local:1"
+        checkout = [m for m in container["volumeMounts"] if m["name"] == "openforge-checkout"]
+        assert checkout and checkout[0]["readOnly"] is True
+        assert any(e["name"] == "PYTHONPATH" for e in container["env"])
+
+
+def test_only_the_named_non_daemon_templates_run_under_podman() -> None:
+    options = PodmanOptions()
+    assert options.runs(TEMPLATE)
+    assert not options.runs({**TEMPLATE, "name": "score"})
+    assert not options.runs({**TEMPLATE, "daemon": True})
