@@ -17,7 +17,7 @@ from components.core.validation import join_errors
 
 # Bump the major part for changes a reader of the previous version would misread
 # (renamed or re-typed fields); the minor part for added optional fields.
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 _SUPPORTED_MAJOR = "1"
 
 Api = Literal["chat.completions", "completions", "responses", "anthropic.messages"]
@@ -55,6 +55,23 @@ class Translation(BaseModel):
     )
 
 
+class Provenance(BaseModel):
+    """Which way the call reached the engine with token provenance on (schema 1.2)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    path: Literal["chat", "tokens"] = Field(
+        description="tokens: the prompt was sent as token ids holding an earlier answer's sampled ids; chat: the chat endpoint."
+    )
+    reason: str | None = Field(None, description="Why the call took the chat path.")
+    continues_call: int | None = Field(
+        None, description="The call_index whose prompt and sampled completion the prompt starts with (tokens path)."
+    )
+    upstream_request: dict[str, Any] | None = Field(
+        None, description="The /v1/completions body the engine was sent, without its prompt (= prompt_token_ids)."
+    )
+
+
 class RecordedCall(BaseModel):
     """One model call as the harness made it and as the policy answered it."""
 
@@ -84,6 +101,9 @@ class RecordedCall(BaseModel):
     error: str | None = Field(None, description="What went wrong, when the call did not succeed.")
     translation: Translation | None = Field(
         None, description="For APIs other than chat completions: what the engine was sent instead (1.1)."
+    )
+    provenance: Provenance | None = Field(
+        None, description="With token provenance on: token path or chat path, and why (1.2); null when it is off."
     )
 
     @model_validator(mode="after")

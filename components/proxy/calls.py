@@ -14,7 +14,7 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Awaitable
 
 import aiohttp
 import orjson
@@ -24,6 +24,7 @@ from components.core.trajectory import SCHEMA_VERSION
 from components.proxy.call_tags import Attempt, CallTagger
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
+from components.proxy.provenance import Route, TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
 from components.proxy.sessions import check_path_session_id, session_from_headers
 from components.proxy.sse import DONE, SSEParser
@@ -52,6 +53,7 @@ class _Call:
     digest: str
     attempt: Attempt  # side-call and retry tags
     translation: dict[str, Any] | None  # what the engine got instead of a non-chat request
+    route: Route | None  # token provenance's choice of path (None: provenance off)
 
     def record(
         self,
@@ -86,6 +88,7 @@ class _Call:
             "upstream_status": upstream_status,
             "error": error,
             "translation": self.translation,
+            "provenance": None if self.route is None else self.route.record(),
         }
 
 
@@ -97,6 +100,7 @@ class CallHandler:
         self._upstream = upstream
         self._recorder = recorder
         self._tagger = CallTagger()
+        self._provenance = TokenProvenance(upstream) if config.provenance_on else None
 
     async def handle(self, request: web.Request, surface: Surface) -> web.StreamResponse:
         started_at, t0 = time.time(), time.perf_counter()
@@ -129,19 +133,25 @@ class CallHandler:
         upstream_body, sampling = prepare_upstream_body(
             chat_request, model=model, training=self._config.training, stream=stream
         )
+        route = None if self._provenance is None else await self._provenance.route(session_id, upstream_body)
         digest = hashlib.sha256(orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)).hexdigest()
         attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers)
         translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
         call = _Call(
             session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0,
-            digest, attempt, translation,
+            digest, attempt, translation, route,
         )  # fmt: skip
-        return call, orjson.dumps(upstream_body)
+        return call, orjson.dumps(upstream_body if route is None or route.body is None else route.body)
+
+    def _post(self, call: _Call, body: bytes) -> Awaitable[aiohttp.ClientResponse]:
+        if call.route is not None and call.route.answer is not None:
+            return self._upstream.post_completions(body)
+        return self._upstream.post_chat(body)
 
     async def _complete(self, surface: Surface, call: _Call, upstream_body: bytes) -> web.Response:
         status = 0
         try:
-            resp = await self._upstream.post_chat(upstream_body)
+            resp = await self._post(call, upstream_body)
             status = resp.status
             try:
                 payload = await resp.read()
@@ -152,12 +162,14 @@ class CallHandler:
             if status != 200:
                 raise upstream_status_error(status, payload, self._upstream.base_url, resp.headers.get("Retry-After"))
             chat = _decode_upstream(payload)
+            if call.route is not None and call.route.answer is not None:
+                chat = call.route.answer.answer(chat)
         except ProxyError as err:
             return await self._fail(surface, call, err, status)
         completion = extract_completion(chat)
         response = surface.to_client(chat, call.request)
         try:
-            await self._record(call, response, completion, status, completion.problem)
+            await self._record(call, response, completion, status, completion.problem, chat=chat)
         except RecordingError as exc:
             return _error_response(surface, _recording_failed(exc))
         return web.Response(body=orjson.dumps(response), content_type="application/json")
@@ -166,7 +178,7 @@ class CallHandler:
         self, request: web.Request, surface: Surface, call: _Call, upstream_body: bytes
     ) -> web.StreamResponse:
         try:
-            resp = await self._upstream.post_chat(upstream_body)
+            resp = await self._post(call, upstream_body)
         except ProxyError as err:
             return await self._fail(surface, call, err, 0)
         try:
@@ -193,6 +205,7 @@ class CallHandler:
         translator = surface.stream(call.request)
         assembler = ChatStreamAssembler()
         parser = SSEParser()
+        as_chat = None if call.route is None or call.route.answer is None else call.route.answer.chunks
         content = resp.content
         failure: ProxyError | None = None
         saw_done = False
@@ -211,8 +224,9 @@ class CallHandler:
                         saw_done = True
                         break
                     chunk = _decode_upstream(payload)
-                    assembler.add(chunk)
-                    pieces.append(translator.event(chunk))
+                    for chat_chunk in (chunk,) if as_chat is None else as_chat(chunk):
+                        assembler.add(chat_chunk)
+                        pieces.append(translator.event(chat_chunk))
                 events = b"".join(pieces)
                 if events:  # an empty write would be pointless (suppressed chunks, a lone [DONE])
                     await out.write(events)
@@ -256,7 +270,7 @@ class CallHandler:
         chat = assembler.completion()
         completion = extract_completion(chat)
         response = surface.to_client(chat, call.request)
-        await self._record(call, response, completion, 200, error or completion.problem)
+        await self._record(call, response, completion, 200, error or completion.problem, chat=chat)
 
     async def _fail(self, surface: Surface, call: _Call, err: ProxyError, upstream_status: int) -> web.Response:
         _log.warning("call in session %s failed: %s", call.session_id, err.message)
@@ -267,8 +281,9 @@ class CallHandler:
         return _error_response(surface, err)
 
     async def _record(
-        self, call: _Call, response: dict[str, Any] | None, completion: Completion, status: int, error: str | None
-    ) -> None:
+        self, call: _Call, response: dict[str, Any] | None, completion: Completion, status: int, error: str | None,
+        chat: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
         record = call.record(
             policy_version=self._upstream.policy_version(call.model),
             response=response,
@@ -276,7 +291,13 @@ class CallHandler:
             upstream_status=status,
             error=error,
         )
-        call.attempt.recorded(self._recorder.write(call.session_id, record))
+        index = self._recorder.write(call.session_id, record)
+        call.attempt.recorded(index)
+        if self._provenance is not None and call.route is not None and chat is not None and error is None:
+            # Only once on disk: an answer the harness may echo is one the trajectory holds.
+            self._provenance.remember(
+                call.session_id, call.route, chat, completion.prompt_token_ids, completion.completion_token_ids, index
+            )
         if self._recorder.fsync_each:
             await self._recorder.sync([call.session_id])
 

@@ -17,6 +17,13 @@ def proxy_command(
         Optional[str], typer.Option(help="Model name sent upstream (default: the upstream's first model).")
     ] = None,
     training: Annotated[bool, typer.Option("--training", help="Sample with temperature 1, top_p 1 and record it.")] = False,
+    token_provenance: Annotated[
+        Optional[bool],
+        typer.Option(
+            "--token-provenance/--no-token-provenance",
+            help="Send echoed answers back as the token ids the policy sampled (default: on with --training).",
+        ),
+    ] = None,
     fsync: Annotated[
         bool, typer.Option("--fsync", help="fsync every record (machine-crash safety; kill -9 is safe without it).")
     ] = False,
@@ -35,6 +42,7 @@ def proxy_command(
             port=port,
             served_model=served_model,
             training=training,
+            token_provenance=token_provenance,
             fsync=fsync,
             upstream_timeout_s=upstream_timeout_s,
         )

@@ -27,6 +27,12 @@ class ProxyConfig(BaseModel):
     training: bool = Field(
         False, description="Override sampling to temperature 1, top_p 1 (the policy's own distribution)."
     )
+    token_provenance: bool | None = Field(
+        None,
+        description="Send a call whose history ends with an answer this proxy returned to the engine as token "
+        "ids, that answer's sampled ids in place of its re-rendered text, so training rows never break on "
+        "re-tokenisation (docs/proxy.md#token-provenance). Unset: on in training mode, off otherwise.",
+    )
     fsync: bool = Field(
         False,
         description="fsync each record before answering. Off by default: a record written to the "
@@ -48,6 +54,10 @@ class ProxyConfig(BaseModel):
     max_request_mb: float = Field(
         64.0, gt=0, description="Largest request body accepted; long agent histories exceed a few MB."
     )
+
+    @property
+    def provenance_on(self) -> bool:
+        return self.training if self.token_provenance is None else self.token_provenance
 
     @field_validator("upstream")
     @classmethod

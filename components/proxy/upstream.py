@@ -70,6 +70,8 @@ class Upstream:
         self.base_url = config.upstream
         self.timeout_s = config.upstream_timeout_s
         self._chat_url = f"{config.upstream}/v1/chat/completions"
+        self._completions_url = f"{config.upstream}/v1/completions"
+        self._tokenize_url = f"{config.upstream}/tokenize"
         self._models_url = f"{config.upstream}/v1/models"
         self._refresh_s = config.policy_refresh_s
         self._http = aiohttp.ClientSession(
@@ -88,8 +90,30 @@ class Upstream:
 
     async def post_chat(self, body: bytes) -> aiohttp.ClientResponse:
         """Send a chat request; the caller reads and releases the response."""
+        return await self._post(self._chat_url, body)
+
+    async def post_completions(self, body: bytes) -> aiohttp.ClientResponse:
+        """Send a text-completion request (a token-id prompt); the caller reads and releases the response."""
+        return await self._post(self._completions_url, body)
+
+    async def tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
+        """vLLM's ``POST /tokenize`` (a chat rendered by the engine's template); ProxyError on failure."""
         try:
-            return await self._http.post(self._chat_url, data=body, headers=_JSON_HEADERS)
+            async with self._http.post(self._tokenize_url, data=orjson.dumps(body), headers=_JSON_HEADERS) as resp:
+                payload = await resp.read()
+        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            raise upstream_exception(exc, self.base_url, self.timeout_s) from exc
+        try:
+            data = orjson.loads(payload) if resp.status == 200 else None
+        except orjson.JSONDecodeError:
+            data = None
+        if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
+            raise ProxyError(502, f"{self._tokenize_url} answered {resp.status}: {payload[:200]!r}", code="upstream_invalid")
+        return data
+
+    async def _post(self, url: str, body: bytes) -> aiohttp.ClientResponse:
+        try:
+            return await self._http.post(url, data=body, headers=_JSON_HEADERS)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
             raise upstream_exception(exc, self.base_url, self.timeout_s) from exc
 
