@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.executor._podman import PodmanOptions, pod_spec
+from pipelines.executor._podman import PodmanOptions, pod_spec, podman_problem
 from pipelines.executor._sandbox import PodPlan, plan_pod
 from pipelines.executor._templating import mark
 
@@ -75,3 +75,8 @@ def test_only_the_named_non_daemon_templates_run_under_podman() -> None:
     assert options.runs(TEMPLATE)
     assert not options.runs({**TEMPLATE, "name": "score"})
     assert not options.runs({**TEMPLATE, "daemon": True})
+
+
+def test_a_machine_without_podman_is_told_what_to_run() -> None:
+    problem = podman_problem(PodmanOptions(podman="no-such-podman"))
+    assert problem is not None and "make podman-base" in problem
