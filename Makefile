@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses podman-base test run bench-proxy bench-learning bench-overhead gpu-smoke clean help
+.PHONY: install harnesses podman-base test run bench-proxy bench-learning bench-overhead bench-continuity gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -18,6 +18,7 @@ help:
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
+	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
 	@echo "make gpu-smoke    on a 1-GPU machine: update loop, veRL step, vllm serve -> gpu_smoke.json"
 
 $(INSTALLED): pyproject.toml
@@ -57,6 +58,9 @@ bench-learning: $(INSTALLED)
 
 bench-overhead: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_overhead.py
+
+bench-continuity: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_continuity.py
 
 # On a machine with a GPU: its own CUDA torch, not this venv (scripts/gpu_smoke.sh says how).
 gpu-smoke:
