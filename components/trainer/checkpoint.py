@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from components.core.checkpoints import CHECKPOINT_INFO, LORA_ADAPTER_DIR, write_checkpoint_info
+from components.core.checkpoints import CHECKPOINT_INFO, write_checkpoint_info
 
 # Files save_pretrained rewrites, or that belong to one version only; everything else
 # (tokenizer, chat template) is carried over byte for byte so every version tokenises alike.
