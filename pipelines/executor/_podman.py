@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.services import ServiceError
+from components.rollout.harnesses import harness_home
 from pipelines.executor._sandbox import PodPlan
 from pipelines.executor._templating import map_manifest_text, unmark
 
@@ -39,6 +40,7 @@ LOCAL_IMAGE = "localhost/openforge/local:0.1.0"
 POD_LABEL = "openforge.dev/runtime"  # every pod this runtime starts carries it: `podman pod ps --filter label=...`
 _POLL_S = 0.2
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_HARNESS_HOME_ENV = "OPENFORGE_HARNESS_HOME"  # read by components.rollout.harnesses.harness_home
 
 
 @dataclass(frozen=True)
@@ -174,12 +176,18 @@ def pod_spec(
     volumes = sorted({m["name"] for c in _containers(template) for m in c.get("volumeMounts") or []})
     site = Path(sysconfig.get_paths()["purelib"])
     mounts = {"openforge-checkout": _PROJECT_ROOT, "openforge-site-packages": site}
+    env = [{"name": "PYTHONPATH", "value": f"{_PROJECT_ROOT}{os.pathsep}{site}"}]
+    harnesses = harness_home()
+    if harnesses.is_dir():
+        # The installed agent harnesses (npm ones with their pinned Node), where the
+        # rollout step looks for them: a harness image carries them on a cluster.
+        mounts["openforge-harnesses"] = harnesses
+        env.append({"name": _HARNESS_HOME_ENV, "value": str(harnesses)})
     for volume in volumes:
         # The containers run as a non-root user; the sandbox folders (the volume and the
         # folders made in it for artifacts, e.g. /work/out) are made by this one.
         for folder, _, _ in os.walk(plan.sandbox / "volumes" / volume):
             os.chmod(folder, 0o777)
-    env = [{"name": "PYTHONPATH", "value": f"{_PROJECT_ROOT}{os.pathsep}{site}"}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pipelines.executor._podman import PodmanOptions, pod_spec, podman_problem
 from pipelines.executor._sandbox import PodPlan, plan_pod
 from pipelines.executor._templating import mark
@@ -80,3 +82,13 @@ def test_only_the_named_non_daemon_templates_run_under_podman() -> None:
 def test_a_machine_without_podman_is_told_what_to_run() -> None:
     problem = podman_problem(PodmanOptions(podman="no-such-podman"))
     assert problem is not None and "make podman-base" in problem
+
+
+def test_installed_harnesses_are_mounted_where_the_rollout_step_looks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "harnesses"
+    home.mkdir()
+    monkeypatch.setenv("OPENFORGE_HARNESS_HOME", str(home))
+    spec, _ = _spec(tmp_path)
+    main = spec["spec"]["containers"][0]
+    assert {"name": "OPENFORGE_HARNESS_HOME", "value": str(home)} in main["env"]
+    assert {"name": "openforge-harnesses", "mountPath": str(home), "readOnly": True} in main["volumeMounts"]
