@@ -102,7 +102,9 @@ def parses_tools(tools: Any, tool_choice: Any) -> bool:
     return bool(tools) and tool_choice != "none"
 
 
-def chat_answer(text: str, finish_reason: str | None, parse: bool) -> tuple[str | None, list[dict[str, Any]], str | None]:
+def chat_answer(
+    text: str, finish_reason: str | None, parse: bool
+) -> tuple[str | None, list[dict[str, Any]], str | None]:
     """``(content, tool_calls, finish_reason)`` of a finished generation, as a chat message has them."""
     if not parse:
         return text, [], finish_reason

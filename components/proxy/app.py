@@ -69,6 +69,7 @@ class _Proxy:
                 "upstream": self.config.upstream,
                 "out": str(self.config.out),
                 "training": self.config.training,
+                "token_provenance": self.config.provenance_on,
                 "sessions": len(self.recorder.counts()),
                 "calls_recorded": self.recorder.calls_recorded,
             }

@@ -108,7 +108,8 @@ class Upstream:
         except orjson.JSONDecodeError:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-            raise ProxyError(502, f"{self._tokenize_url} answered {resp.status}: {payload[:200]!r}", code="upstream_invalid")
+            problem = f"{self._tokenize_url} answered {resp.status}: {payload[:200]!r}"
+            raise ProxyError(502, problem, code="upstream_invalid")
         return data
 
     async def _post(self, url: str, body: bytes) -> aiohttp.ClientResponse:

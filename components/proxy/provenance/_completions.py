@@ -20,7 +20,9 @@ _PASSED = (
     "logit_bias", "allowed_token_ids", "bad_words", "skip_special_tokens", "return_token_ids", "stream",
     "stream_options",
 )  # fmt: skip
-_CONSTRAINED = ("response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar")
+_CONSTRAINED = (
+    "response_format", "structured_outputs", "guided_json", "guided_regex", "guided_choice", "guided_grammar",
+)  # fmt: skip
 
 
 def chat_only(chat: dict[str, Any]) -> str | None:
@@ -68,7 +70,8 @@ class CompletionAsChat:
         prompt_ids = self._prompt_ids
         for choice in completion["choices"]:
             prompt_ids = choice.get("prompt_token_ids") or prompt_ids
-            content, tool_calls, finish = chat_answer(choice.get("text") or "", choice.get("finish_reason"), self._parse)
+            text, finish = choice.get("text") or "", choice.get("finish_reason")
+            content, tool_calls, finish = chat_answer(text, finish, self._parse)
             message: dict[str, Any] = {"role": "assistant", "content": content}
             if tool_calls:
                 message["tool_calls"] = tool_calls
@@ -88,7 +91,8 @@ class CompletionAsChat:
         if self._deltas is None:
             self._deltas = ChatDeltas(self._parse)
             self._head = self._chat_head(chunk, "chat.completion.chunk")
-            opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
+            opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None}
+            opening["finish_reason"] = None
             out.append({**self._head, "choices": [opening], "prompt_token_ids": self._engine_prompt(chunk)})
         choices = []
         for choice in chunk.get("choices") or ():

@@ -63,17 +63,27 @@ class TokenProvenance:
         digests = context_digests(chat)
         plain_turn = not chat.get("continue_final_message") and chat.get("add_generation_prompt") is not False
         route = Route(context=digests[-1] if plain_turn else None)
-        route.reason = chat_only(chat)
+        planned = await self._plan(session_id, chat, digests)
+        if isinstance(planned, str):
+            route.reason = planned
+        else:
+            sampled, prompt = planned
+            route.body, route.answer = completions_body(chat, prompt), CompletionAsChat(chat, prompt)
+            route.continues = sampled.call_index
+        return route
+
+    async def _plan(self, session_id: str, chat: dict[str, Any], digests: list[str]) -> tuple[Sampled, list[int]] | str:
+        """The remembered answer the prompt continues and the prompt's ids, or why there are none."""
+        reason = chat_only(chat)
+        if reason is not None:
+            return reason
         messages = chat.get("messages") or []
         last = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "assistant"), None)
-        if route.reason is None and last is None:
-            route.reason = FIRST_TURN
-        if route.reason is not None:
-            return route
+        if last is None:
+            return FIRST_TURN
         found = self._memory.find(session_id, answer_digest(messages[last]), digests[last])
         if isinstance(found, str):
-            route.reason = found
-            return route
+            return found
         try:
             closing, through, whole = await asyncio.gather(
                 self._closing(chat),
@@ -81,16 +91,11 @@ class TokenProvenance:
                 self._tokenize(chat, messages, generation_prompt=True),
             )
         except ProxyError as err:
-            route.reason = f"the engine's /tokenize failed: {err.message}"
-            return route
-        prompt = CLOSING_UNKNOWN if closing is None else splice(found, closing, through, whole)
-        if isinstance(prompt, str):
-            route.reason = prompt
-            return route
-        route.body = completions_body(chat, prompt)
-        route.answer = CompletionAsChat(chat, prompt)
-        route.continues = found.call_index
-        return route
+            return f"the engine's /tokenize failed: {err.message}"
+        if closing is None:
+            return CLOSING_UNKNOWN
+        prompt = splice(found, closing, through, whole)
+        return prompt if isinstance(prompt, str) else (found, prompt)
 
     def remember(self, session_id: str, route: Route, chat: dict[str, Any], prompt_ids: list[int],
                  completion_ids: list[int], call_index: int) -> None:  # fmt: skip
@@ -104,7 +109,8 @@ class TokenProvenance:
             self._memory.remember(session_id, answer_digest(message), sampled)
 
     async def _tokenize(self, chat: dict[str, Any], messages: list[Any], *, generation_prompt: bool) -> list[int]:
-        body: dict[str, Any] = {"model": chat.get("model"), "messages": messages, "add_generation_prompt": generation_prompt}
+        body: dict[str, Any] = {"model": chat.get("model"), "messages": messages}
+        body["add_generation_prompt"] = generation_prompt
         body.update((field, chat[field]) for field in _RENDER_PASSED if chat.get(field) is not None)
         return (await self._upstream.tokenize(body))["tokens"]
 
@@ -118,7 +124,7 @@ class TokenProvenance:
             prompt, through, content = await asyncio.gather(
                 self._tokenize(probe, [_PROBE_USER], generation_prompt=True),
                 self._tokenize(probe, [_PROBE_USER, reply], generation_prompt=False),
-                self._upstream.tokenize({"model": chat.get("model"), "prompt": _PROBE_REPLY, "add_special_tokens": False}),
+                self._upstream.tokenize({"model": probe["model"], "prompt": _PROBE_REPLY, "add_special_tokens": False}),
             )
             self._closings[key] = closing_ids(prompt, through, content["tokens"])
         return self._closings[key]

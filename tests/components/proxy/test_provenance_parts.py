@@ -101,11 +101,13 @@ TOOLS_RESPONSES = [{"type": "function", "name": "Bash", "parameters": {"type": "
 
 
 def _messages_echo(answer: dict[str, Any]) -> dict[str, Any]:
-    request = {"model": "claude", "max_tokens": 64, "tools": TOOLS_MESSAGES, "messages": [{"role": "user", "content": "go"}]}
+    request = {"model": "claude", "max_tokens": 64, "tools": TOOLS_MESSAGES}
+    request["messages"] = [{"role": "user", "content": "go"}]
     message = MessagesSurface().to_client(copy.deepcopy(answer), request)
     request["messages"] += [
         {"role": "assistant", "content": message["content"]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": message["content"][1]["id"], "content": "x"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": message["content"][1]["id"],
+                                      "content": "x"}]},  # fmt: skip
     ]
     return request
 
@@ -124,7 +126,8 @@ def _responses_echo(answer: dict[str, Any]) -> dict[str, Any]:
 def _chat_echo(answer: dict[str, Any]) -> dict[str, Any]:
     message = ChatSurface().to_client(copy.deepcopy(answer), {})["choices"][0]["message"]
     call = message["tool_calls"][0]
-    return {"messages": [{"role": "user", "content": "go"}, message, {"role": "tool", "tool_call_id": call["id"], "content": "x"}]}
+    result = {"role": "tool", "tool_call_id": call["id"], "content": "x"}
+    return {"messages": [{"role": "user", "content": "go"}, message, result]}
 
 
 @pytest.mark.parametrize(
@@ -184,13 +187,15 @@ def test_memory_keeps_the_latest_answers_of_the_latest_sessions() -> None:
 TOOL = {"type": "function", "function": {"name": "Bash", "parameters": {"type": "object"}}}
 CHAT = {"model": "policy", "messages": [], "tools": [TOOL], "max_tokens": 64, "temperature": 1.0, "top_p": 1.0,
         "logprobs": True, "return_token_ids": True, "skip_special_tokens": False}  # fmt: skip
-PIECES = ["Let me", " look.\n", "<tool_call>", '\n{"name": "Bash", "arguments": {"command": "ls"}}', "\n</tool_call>", ""]
+PIECES = ["Let me", " look.\n", "<tool_call>", '\n{"name": "Bash", "arguments": {"command": "ls"}}', "\n</tool_call>"]
+PIECES.append("")  # the end-of-turn token's text
 TOKENS = [11, 12, 13, 14, 15, EOT]
 
 
 def _choice(position: int) -> dict[str, Any]:
     last = position == len(PIECES) - 1
-    logprobs = {"tokens": [PIECES[position]], "token_logprobs": [-0.5 - position], "top_logprobs": [{PIECES[position]: -0.5 - position}], "text_offset": [0]}
+    piece, logprob = PIECES[position], -0.5 - position
+    logprobs = {"tokens": [piece], "token_logprobs": [logprob], "top_logprobs": [{piece: logprob}], "text_offset": [0]}
     choice = {"index": 0, "text": PIECES[position], "logprobs": logprobs, "finish_reason": "stop" if last else None,
               "stop_reason": None, "token_ids": [TOKENS[position]]}  # fmt: skip
     if position == 0:
@@ -224,7 +229,8 @@ def test_streamed_and_whole_text_completions_become_the_same_chat_answer() -> No
         **_head(),
         "choices": [{**_choice(0), "text": "".join(PIECES), "token_ids": TOKENS, "finish_reason": "stop",
                      "logprobs": {"tokens": PIECES, "token_logprobs": [-0.5 - i for i in range(6)],
-                                  "top_logprobs": [{p: -0.5 - i} for i, p in enumerate(PIECES)], "text_offset": [0] * 6}}],
+                                  "top_logprobs": [{p: -0.5 - i} for i, p in enumerate(PIECES)],
+                                  "text_offset": [0] * 6}}],
         "usage": {"prompt_tokens": 3, "completion_tokens": 6, "total_tokens": 9},
     }  # fmt: skip
     whole = CompletionAsChat(CHAT, [1, 2, 3]).answer(whole_completion)

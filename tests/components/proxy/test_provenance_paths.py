@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
+import httpx
 import openai
 
 from components.core import read_session
@@ -54,9 +55,11 @@ def test_calls_that_cannot_be_spliced_take_the_chat_path_and_say_why(
 def test_provenance_is_off_outside_training_mode_unless_asked(
     fake_engine, make_proxy: Callable[..., str], tmp_path: Path
 ) -> None:
-    _call(make_proxy(fake_engine.url, out=tmp_path / "out"), [USER])
-    assert _provenance(tmp_path) == [None]
+    plain = make_proxy(fake_engine.url, out=tmp_path / "out")
+    _call(plain, [USER])
+    assert _provenance(tmp_path) == [None] and httpx.get(f"{plain}/health").json()["token_provenance"] is False
     _call(make_proxy(fake_engine.url, out=tmp_path / "out", training=True, token_provenance=False), [USER])
     assert _provenance(tmp_path) == [None, None]
-    _call(make_proxy(fake_engine.url, out=tmp_path / "out", token_provenance=True), [USER])
-    assert _provenance(tmp_path)[-1].path == "chat"
+    asked = make_proxy(fake_engine.url, out=tmp_path / "out", token_provenance=True)
+    _call(asked, [USER])
+    assert _provenance(tmp_path)[-1].path == "chat" and httpx.get(f"{asked}/health").json()["token_provenance"] is True
