@@ -114,13 +114,18 @@ def extract_completion(chat: dict[str, Any]) -> Completion:
     return completion
 
 
+_NUMBER_TYPES = frozenset({int, float})  # by exact type: JSON's true and false decode to bool, an int subclass
+
+
 def _logprob_values(content: Any) -> list[float]:
+    # One pass per token, both in C: a long completion's record waits on this.
     if not isinstance(content, list):
         return []
-    values = [entry.get("logprob") if isinstance(entry, dict) else None for entry in content]
-    if any(not isinstance(v, (int, float)) or isinstance(v, bool) for v in values):
+    try:
+        values = [entry["logprob"] for entry in content]
+    except (TypeError, KeyError):  # an entry that is not an object, or has no logprob
         return []
-    return values
+    return values if _NUMBER_TYPES.issuperset(map(type, values)) else []
 
 
 class ChatStreamAssembler:
