@@ -38,6 +38,18 @@ _NO_COMPLETION = Completion()
 _DRAIN_TIMEOUT_S = 5.0
 
 
+class _EventStream(web.StreamResponse):
+    """A streamed answer whose headers leave with its first events, in one send.
+
+    aiohttp sends a StreamResponse's headers alone at ``prepare`` unless told otherwise
+    (``web.Response`` is, through this class attribute): a send more, and a harness that
+    wakes once for the headers and again for the events. Were the attribute gone from a
+    later aiohttp, headers would simply go first again.
+    """
+
+    _send_headers_immediately = False
+
+
 @dataclass
 class _Call:
     """What is known about a call before the upstream answers."""
@@ -201,7 +213,7 @@ class CallHandler:
     async def _relay(
         self, request: web.Request, surface: Surface, call: _Call, resp: aiohttp.ClientResponse
     ) -> web.StreamResponse:
-        out = web.StreamResponse(status=200, headers=_SSE_HEADERS)
+        out = _EventStream(status=200, headers=_SSE_HEADERS)
         translator = surface.stream(call.request)
         assembler = ChatStreamAssembler()
         parser = SSEParser()

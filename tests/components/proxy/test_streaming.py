@@ -6,11 +6,15 @@ import asyncio
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 import httpx
 import pytest
+from aiohttp.http_writer import StreamWriter
+from aiohttp.test_utils import make_mocked_request
 
 from components.core import read_session
+from components.proxy.calls import _EventStream
 from components.proxy.recorder import Recorder
 
 
@@ -81,3 +85,23 @@ def test_client_leaving_mid_stream_is_recorded_and_proxy_keeps_serving(fake_prox
         loop_thread.run(asyncio.sleep(0.05))
     [abandoned] = read_session(tmp_path / "out" / "gone.jsonl")
     assert not abandoned.ok and "client disconnected" in abandoned.error
+
+
+def test_stream_headers_leave_with_the_first_events_in_one_send() -> None:
+    # Headers sent alone cost a send, and the harness a wake-up, before any event.
+    async def sends_until_first_event() -> tuple[int, list[bytes]]:
+        transport = mock.Mock()
+        transport.is_closing.return_value = False
+        protocol = mock.Mock(transport=transport)
+        writer = StreamWriter(protocol, asyncio.get_running_loop())
+        request = make_mocked_request("POST", "/v1/chat/completions", writer=writer, transport=transport, protocol=protocol)
+        out = _EventStream(status=200, headers={"Content-Type": "text/event-stream"})
+        await out.prepare(request)
+        sent_at_prepare = transport.write.call_count + transport.writelines.call_count
+        await out.write(b"data: {}\n\n")
+        return sent_at_prepare, [call.args[0] for call in transport.write.call_args_list]
+
+    sent_at_prepare, sends = asyncio.run(sends_until_first_event())
+    assert sent_at_prepare == 0
+    [first] = sends
+    assert first.startswith(b"HTTP/1.1 200") and first.endswith(b"data: {}\n\n\r\n")
