@@ -19,7 +19,7 @@ harness runs), or "executor" (between nodes, and stopping the engine at the end)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from benchmarks.overhead.intervals import Interval, Intervals, clip, intersect, subtract, total, union
 from benchmarks.overhead.probes import IterationEvents
@@ -65,12 +65,22 @@ class Split:
         return 60 * self.rollouts / self.rollout_phase_s if self.rollout_phase_s > 0 else 0.0
 
 
+def _leaf(node: str) -> str:
+    """A node's name within its own DAG: ``generate.rollout(3)`` -> ``rollout(3)``.
+
+    Nested DAGs prefix their nodes with the parent's name and a dot; a fan-out's item may
+    hold dots of its own, so only the part before its parenthesis is split.
+    """
+    head, paren, rest = node.partition("(")
+    return head.rsplit(".", 1)[-1] + paren + rest
+
+
 def node_spans(events: IterationEvents) -> dict[str, tuple[float, float, float | None]]:
-    """node -> (started, ended, ready); ``ready`` is when a daemon passed its probe."""
+    """node (named within its DAG) -> (started, ended, ready); ``ready``: a daemon passed its probe."""
     started: dict[str, float] = {}
     ended: dict[str, float] = {}
     ready: dict[str, float] = {}
-    for event in events.events:
+    for event in (replace(e, node=_leaf(e.node)) for e in events.events):
         if event.phase == "running":
             started.setdefault(event.node, event.at)
         elif event.phase == "daemoned":

@@ -110,3 +110,16 @@ def test_report_judges_orchestration_alone_and_shows_all_overhead_beside_it() ->
     assert "| train | `torch` | 4.20 |" in text
     assert "`openforge --help`, from the request to the process's exit: 0.120 s" in text
     assert report.target_met(under) and not report.target_met(over)
+
+
+def test_nodes_of_a_nested_dag_count_as_the_same_phases() -> None:
+    nested = [(at, f"generate.{node}" if node.startswith(("serve", "rollout")) else node, phase)
+              for at, node, phase in _TIMELINE]  # fmt: skip
+    calls = [(1015.0, 1025.0)]
+    processes = {"harness": [(1012.0, 1035.0)]}
+
+    flat = split_iteration(0, _events(1000.0, _TIMELINE), 100.0, calls, processes, update_s=5.0)
+    prefixed = split_iteration(0, _events(1000.0, nested), 100.0, calls, processes, update_s=5.0)
+
+    assert prefixed.overhead_by_phase == flat.overhead_by_phase
+    assert (prefixed.rollouts, prefixed.rollout_phase_s) == (flat.rollouts, flat.rollout_phase_s) == (2, 35.0)
