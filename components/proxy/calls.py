@@ -221,11 +221,12 @@ class CallHandler:
         content = resp.content
         failure: ProxyError | None = None
         saw_done = False
+        last_events = b""
         try:
             await out.prepare(request)
             # Read, translate and write in this one loop, no generator in between: each
             # await layer costs a resumption per read on the proxy's hottest path.
-            while not saw_done:
+            while True:
                 try:
                     data = await content.readany()  # b"" once the upstream ended
                 except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
@@ -240,10 +241,11 @@ class CallHandler:
                         assembler.add(chat_chunk)
                         pieces.append(translator.event(chat_chunk))
                 events = b"".join(pieces)
-                if events:  # an empty write would be pointless (suppressed chunks, a lone [DONE])
-                    await out.write(events)
-                if not data:
+                if saw_done or not data:
+                    last_events = events  # sent with the closing event, once the call is recorded
                     break
+                if events:  # an empty write would be pointless (suppressed chunks)
+                    await out.write(events)
         except ProxyError as err:
             failure = err
         except ConnectionError:  # the harness went away; what was sampled is still recorded
@@ -256,6 +258,9 @@ class CallHandler:
             _log.exception("cannot relay the upstream stream")
             failure = ProxyError(502, f"upstream stream could not be relayed: {exc!r}", code="upstream_invalid")
 
+        if failure is None and _client_gone(request):  # it would never see the events held for the end
+            await self._record_quietly(call, surface, assembler, "client disconnected before the end of the stream")
+            return out
         error = failure.message if failure else assembler.error
         if error is None and not saw_done and not assembler.finished:
             error = "upstream stream ended before [DONE]"
@@ -264,8 +269,10 @@ class CallHandler:
         except RecordingError as exc:
             failure = _recording_failed(exc)
         try:
-            # One send for the closing event and the end of the chunked body.
-            await out.write_eof(translator.error(failure) if failure else translator.end())
+            # One send for the last read's events, the closing event and the end of the chunked
+            # body: the harness wakes once for the end of its call, and the events wait only
+            # for the record.
+            await out.write_eof(last_events + (translator.error(failure) if failure else translator.end()))
         except ConnectionError:
             return out
         if saw_done and not content.at_eof():  # usually the upstream's end came with [DONE]
@@ -322,6 +329,11 @@ async def _drain(content: aiohttp.StreamReader) -> None:
                 pass
     except (aiohttp.ClientError, OSError, TimeoutError):
         pass  # the connection is closed instead of reused
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _decode_upstream(payload: bytes) -> dict[str, Any]:
