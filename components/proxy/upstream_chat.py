@@ -118,7 +118,7 @@ _NUMBER_TYPES = frozenset({int, float})  # by exact type: JSON's true and false 
 
 
 def _logprob_values(content: Any) -> list[float]:
-    # One pass per token, both in C: a long completion's record waits on this.
+    # A long completion's record waits on this: one comprehension, and the types checked in C.
     if not isinstance(content, list):
         return []
     try:
