@@ -120,3 +120,14 @@ def test_extract_completion_flags_mismatched_logprobs_and_keeps_record_valid() -
 def test_extract_completion_flags_an_engine_without_token_ids() -> None:
     completion = extract_completion({"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}]})
     assert completion.problem is not None and "return_token_ids" in completion.problem
+
+
+def test_extract_completion_flags_logprob_entries_without_a_number() -> None:
+    # JSON true decodes to bool, an int subclass: it must not pass for a logprob.
+    for bad in ({"logprob": True}, {"logprob": None}, {"token": "x"}, "x", None):
+        chat = {"choices": [{"token_ids": [1, 2], "logprobs": {"content": [{"logprob": -1.0}, bad]}, "finish_reason": "stop"}]}
+        completion = extract_completion(chat)
+        assert completion.problem == "upstream logprobs entries have no numeric 'logprob'", bad
+        assert completion.completion_logprobs == []
+    ok = extract_completion({"choices": [{"token_ids": [1, 2], "logprobs": {"content": [{"logprob": -1.0}, {"logprob": 0}]}}]})
+    assert ok.problem is None and ok.completion_logprobs == [-1.0, 0]
