@@ -16,7 +16,7 @@ import orjson
 
 from components.proxy.errors import bad_request
 from components.proxy.surfaces._checks import list_at, object_at, string_at
-from components.proxy.surfaces.base import TranslationNotes
+from components.proxy.surfaces.base import TranslationNotes, pass_through
 
 # Top-level fields that are translated; every other field is recorded as ignored.
 _TRANSLATED = frozenset(
@@ -40,17 +40,12 @@ def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
         # A prefill: Anthropic continues the final assistant text; vLLM does so when told.
         chat["continue_final_message"], chat["add_generation_prompt"] = True, False
         notes.mapped.append(f"messages[{len(request['messages']) - 1}] final assistant text -> continue_final_message")
-    for source, target in _SAMPLING:
-        if request.get(source) is not None:
-            chat[target] = request[source]
-    if request.get("stream") is not None:
-        chat["stream"] = request["stream"]
+    pass_through(request, chat, _SAMPLING)
     tools = _tools(request.get("tools"), notes)
     if tools:
         chat["tools"] = tools
     _tool_choice(request.get("tool_choice"), chat, notes)
-    notes.ignored[:0] = sorted(key for key in request if key not in _TRANSLATED)
-    notes.ignored = sorted(set(notes.ignored), key=notes.ignored.index)
+    notes.note_untranslated(request, _TRANSLATED)
     return chat, notes
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from components.proxy.errors import bad_request
 from components.proxy.surfaces._checks import list_at, object_at, string_at
-from components.proxy.surfaces.base import TranslationNotes
+from components.proxy.surfaces.base import TranslationNotes, pass_through
 
 _TRANSLATED = frozenset(
     {"model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "max_output_tokens"}
@@ -69,17 +69,12 @@ def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
     for index, item in enumerate(items):
         _item(item, f"input[{index}]", messages, notes)
     chat: dict[str, Any] = {"model": request.get("model"), "messages": messages}
-    for source, target in _PASSED:
-        if request.get(source) is not None:
-            chat[target] = request[source]
-    if request.get("stream") is not None:
-        chat["stream"] = request["stream"]
+    pass_through(request, chat, _PASSED)
     tools = _tools(request.get("tools"), notes)
     if tools:
         chat["tools"] = tools
     _tool_choice(request.get("tool_choice"), chat, notes)
-    notes.ignored[:0] = sorted(key for key in request if key not in _TRANSLATED)
-    notes.ignored = sorted(set(notes.ignored), key=notes.ignored.index)
+    notes.note_untranslated(request, _TRANSLATED)
     return chat, notes
 
 

@@ -22,6 +22,18 @@ class TranslationNotes:
     ignored: list[str] = field(default_factory=list)  # accepted, not acted on
     mapped: list[str] = field(default_factory=list)  # rewritten for the chat template
 
+    def note_untranslated(self, request: dict[str, Any], translated: frozenset[str] | set[str]) -> None:
+        """Every top-level field the translation did not use counts as ignored, in a stable order."""
+        self.ignored[:0] = sorted(key for key in request if key not in translated)
+        self.ignored = sorted(set(self.ignored), key=self.ignored.index)
+
+
+def pass_through(request: dict[str, Any], chat: dict[str, Any], pairs: tuple[tuple[str, str], ...]) -> None:
+    """Copy the fields that mean the same in the chat API (``source -> target``), and ``stream``."""
+    for source, target in (*pairs, ("stream", "stream")):
+        if request.get(source) is not None:
+            chat[target] = request[source]
+
 
 class StreamTranslator(Protocol):
     """Per-call state that turns engine chunks into the surface's SSE bytes."""
