@@ -14,7 +14,7 @@ import os
 
 import typer
 
-from components.core.config import CONFIG_ENV, ConfigError, ExperimentConfig, config_from_env
+from components.core.config import CONFIG_ENV, ExperimentConfig, config_for_step
 from components.core.metrics import read_metrics
 from components.core.storage import ArtifactStore, RunLayout, open_store
 from pipelines.state import RunState, read_state, write_state
@@ -76,10 +76,7 @@ def commit_command(
     iteration: int = typer.Option(..., "--iteration", min=0, help="The iteration to commit."),
 ) -> None:
     """Log an iteration's metrics to MLflow (once) and mark it committed in state.json."""
-    try:
-        config = config_from_env()
-    except ConfigError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    config = config_for_step()
     try:
         state = commit_iteration(config, iteration, os.environ[CONFIG_ENV])
     except CommitError as exc:

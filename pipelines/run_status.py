@@ -63,12 +63,9 @@ def record_status_command(
     status: Annotated[str, typer.Option(help=f"How it ended ({{{{workflow.status}}}}): {', '.join(STATUSES)}.")],
 ) -> None:
     """Record how a workflow run ended in the experiment's MLflow run (the workflow's exit hook)."""
-    from components.core.config import ConfigError, config_from_env
+    from components.core.config import config_for_step
 
-    try:
-        config = config_from_env()
-    except ConfigError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    config = config_for_step()
     try:
         record = record_run_status(config, workflow, status)
     except ValueError as exc:

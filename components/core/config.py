@@ -190,3 +190,14 @@ def config_from_env() -> ExperimentConfig:
     if not text:
         raise ConfigError(f"{CONFIG_ENV} is not set: put the experiment config YAML in it (the workflow does)")
     return config_from_text(text)
+
+
+
+def config_for_step() -> ExperimentConfig:
+    """A step CLI's config from its environment; a bad one is a usage error naming the problem."""
+    import typer
+
+    try:
+        return config_from_env()
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc)) from None

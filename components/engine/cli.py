@@ -80,17 +80,14 @@ def serve_step_command(
     """Serve the newest committed checkpoint <= ITERATION (committing the initial policy first)."""
     import tempfile
 
-    from components.core.config import ConfigError, config_from_env
+    from components.core.config import config_for_step
     from components.core.storage import open_store
     from components.engine.readiness import EngineNotReady
     from components.engine.server import serve
     from components.engine.step import prepare_policy
     from components.engine.vllm_serve import serve_vllm
 
-    try:
-        config = config_from_env()
-    except ConfigError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    config = config_for_step()
     store = open_store(config.storage.uri, config.storage.endpoint_url)
     with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp:
         policy = Path(tmp) / "policy"

@@ -11,14 +11,11 @@ def score_command(
     iteration: Annotated[int, typer.Option(min=0, help="The iteration to score.")],
 ) -> None:
     """Turn the iteration's verifier outcomes into rewards, group statistics and pass@k."""
-    from components.core.config import ConfigError, config_from_env
+    from components.core.config import config_for_step
     from components.core.storage import open_store
     from components.reward.step import score_iteration
 
-    try:
-        config = config_from_env()
-    except ConfigError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    config = config_for_step()
     report = score_iteration(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
     usable = sum(r.usable for r in report.records)
     typer.echo(f"scored {len(report.records)} rollouts ({usable} usable): " + ", ".join(
