@@ -86,6 +86,15 @@ def _iteration_input() -> Parameter:
     return Parameter(name="iteration")
 
 
+def _step_image(config: ExperimentConfig, step: str) -> str:
+    cluster = config.cluster
+    if step == "serve":
+        return cluster.engine_image
+    if step == "train":
+        return cluster.train_image(config.trainer.backend)
+    return cluster.image
+
+
 def _storage_step(config: ExperimentConfig, step: str, command: list[str], sized_as: str = "", **template: Any) -> Container:
     """A step that reads and writes the store itself (everything but the rollout pod)."""
     cluster = config.cluster
@@ -100,7 +109,7 @@ def _storage_step(config: ExperimentConfig, step: str, command: list[str], sized
     settings.update(template)
     return Container(
         name=step,
-        image=cluster.engine_image if step == "serve" else cluster.image,
+        image=_step_image(config, step),
         image_pull_policy=cluster.image_pull_policy,
         command=command,
         env=_config_env(),
@@ -185,7 +194,7 @@ def _rollout_template(config: ExperimentConfig) -> Container:
     mounts = {WORK_VOLUME: WORK_DIR, "tmp": "/tmp", "home": HOME_DIR}
     return Container(
         name="rollout",
-        image=cluster.image,
+        image=cluster.harness_image(config.harness.name),
         image_pull_policy=cluster.image_pull_policy,
         command=_step_command(
             "rollout",

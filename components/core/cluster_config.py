@@ -33,6 +33,26 @@ def _k8s_name(value: str, what: str) -> str:
     return value
 
 
+def sibling_image(image: str, *, name: str | None = None, suffix: str = "") -> str:
+    """``image`` with its last path part renamed (``name``) or extended (``suffix``), same registry and tag.
+
+    The images of images/ are built as siblings (``openforge/runtime``, ``openforge/runtime-codex``,
+    ``openforge/trainer``), so one ``cluster.image`` names them all. A digest names exactly one
+    image, so no sibling can be derived from it.
+    """
+    if "@" in image:
+        raise ValueError(
+            f"cannot derive the {name or 'runtime' + suffix} image from {image!r}, which is pinned by digest: "
+            "set cluster.trainer_image / cluster.rollout_image explicitly"
+        )
+    slash = image.rfind("/")
+    colon = image.rfind(":")
+    repository, tag = (image[:colon], image[colon:]) if colon > slash else (image, "")
+    head, _, last = repository.rpartition("/")
+    renamed = (name or last) + suffix
+    return f"{head}/{renamed}{tag}" if head else f"{renamed}{tag}"
+
+
 class Resources(_Section):
     """One container's requests (and memory limit); ``gpu`` becomes a limit of ``cluster.gpu_resource``."""
 
@@ -123,6 +143,16 @@ class ClusterConfig(_Section):
     image: str = Field("openforge/runtime:0.1.0", description="Image of the prepare, rollout, score, train and commit steps.")
     proxy_image: str = Field("openforge/proxy:0.1.0", description="Image of the recording-proxy sidecar.")
     engine_image: str = Field("openforge/engine:0.1.0", description="Image of the serve step (the inference engine).")
+    trainer_image: str | None = Field(
+        None,
+        description="Image of the train step. Unset: `image` for trainer.backend cpu, `openforge/trainer` at "
+        "`image`'s registry and tag for trainer.backend verl (images/trainer).",
+    )
+    rollout_image: str | None = Field(
+        None,
+        description="Image of the rollout pods' main container (harness and runner). Unset: `image` for the "
+        "reference harness, else `<image's repository>-<harness>` at `image`'s tag (images/harness/<name>).",
+    )
     image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
     service_account: str = Field(
         "openforge-workflow", description="Service account of the steps (and of Argo's executor in rollout pods)."
@@ -156,14 +186,28 @@ class ClusterConfig(_Section):
     )
     cron: CronConfig = Field(default_factory=CronConfig)
 
+    def train_image(self, backend: str) -> str:
+        """The train step's image: ``trainer_image``, else the runtime (cpu) or its trainer sibling (verl)."""
+        if self.trainer_image is not None:
+            return self.trainer_image
+        return self.image if backend == "cpu" else sibling_image(self.image, name="trainer")
+
+    def harness_image(self, harness: str) -> str:
+        """The rollout pods' image: ``rollout_image``, else the runtime (reference) or its harness sibling."""
+        if self.rollout_image is not None:
+            return self.rollout_image
+        return self.image if harness == "reference" else sibling_image(self.image, suffix=f"-{harness}")
+
     @field_validator("namespace", "service_account", "storage_secret")
     @classmethod
     def _names(cls, value: str) -> str:
         return _k8s_name(value, "name")
 
-    @field_validator("image", "proxy_image", "engine_image")
+    @field_validator("image", "proxy_image", "engine_image", "trainer_image", "rollout_image")
     @classmethod
-    def _image(cls, value: str) -> str:
+    def _image(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
         if not value or any(c.isspace() for c in value):
             raise ValueError(f"image {value!r} must be a non-empty reference without spaces, e.g. 'openforge/runtime:0.1.0'")
         return value

@@ -134,6 +134,13 @@ class ExperimentConfig(_Section):
         return value
 
     @model_validator(mode="after")
+    def _images_resolve(self) -> "ExperimentConfig":
+        # Fails at load time, not at compile time, when an image cannot be derived (a digest).
+        self.cluster.train_image(self.trainer.backend)
+        self.cluster.harness_image(self.harness.name)
+        return self
+
+    @model_validator(mode="after")
     def _lora_is_served(self) -> "ExperimentConfig":
         # A LoRA policy exists only as base + adapter: only vLLM can serve it as trained.
         lora = self.trainer.lora

@@ -170,6 +170,12 @@ def test_images_namespace_and_account_come_from_the_cluster_config() -> None:
     images = {step: template(doc, step)["container"]["image"] for step in STEPS}
     assert images == dict.fromkeys(STEPS, "r:1") | {"serve": "e:1"}
     assert template(doc, "rollout")["sidecars"][0]["image"] == "p:1"
+    config.harness.name, config.trainer.backend = "codex", "verl"
+    config.cluster.image = "reg.local/of/runtime:2"
+    doc = compile_config(config)[0]
+    assert template(doc, "rollout")["container"]["image"] == "reg.local/of/runtime-codex:2"
+    assert template(doc, "train")["container"]["image"] == "reg.local/of/trainer:2"
+    assert template(doc, "score")["container"]["image"] == "reg.local/of/runtime:2"
     assert doc["metadata"]["namespace"] == "team-a"
     assert doc["spec"]["serviceAccountName"] == "runner"
     assert template(doc, "rollout")["executor"] == {"serviceAccountName": "runner"}

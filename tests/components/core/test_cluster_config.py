@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from components.core.cluster_config import sibling_image
 from components.core.config import ConfigError, config_from_text
 
 BASE = "name: demo\ntasks: {source: examples/tasks/quickstart}\n"
@@ -47,3 +48,36 @@ def test_bad_cluster_settings_are_named(text: str, field: str, words: str) -> No
 def test_cron_macros_and_ranges_are_accepted() -> None:
     cron = _cluster("cron: {schedules: ['@hourly', '*/15 9-17 * * MON-FRI', '@every 90m']}").cron
     assert len(cron.schedules) == 3
+
+
+@pytest.mark.parametrize(
+    ("image", "kwargs", "expected"),
+    [
+        ("openforge/runtime:0.1.0", {"suffix": "-codex"}, "openforge/runtime-codex:0.1.0"),
+        ("openforge/runtime:0.1.0", {"name": "trainer"}, "openforge/trainer:0.1.0"),
+        ("registry.local:5000/team/runtime:2", {"name": "trainer"}, "registry.local:5000/team/trainer:2"),
+        ("registry.local:5000/runtime", {"suffix": "-openclaw"}, "registry.local:5000/runtime-openclaw"),
+        ("runtime", {"name": "trainer"}, "trainer"),
+    ],
+)
+def test_sibling_images_keep_registry_and_tag(image: str, kwargs: dict, expected: str) -> None:
+    assert sibling_image(image, **kwargs) == expected
+
+
+def test_step_images_follow_harness_and_trainer_backend_unless_set() -> None:
+    config = config_from_text(BASE + "harness: {name: codex}\ntrainer: {backend: verl}\ncluster: {image: 'reg.local/of/runtime:3'}\n")
+    assert config.cluster.harness_image(config.harness.name) == "reg.local/of/runtime-codex:3"
+    assert config.cluster.train_image(config.trainer.backend) == "reg.local/of/trainer:3"
+    reference = config_from_text(BASE)
+    assert reference.cluster.harness_image("reference") == reference.cluster.image
+    assert reference.cluster.train_image("cpu") == reference.cluster.image
+    pinned = _cluster("image: r:1\nrollout_image: 'mine/harness@sha256:ab'\ntrainer_image: mine/train:9")
+    assert pinned.harness_image("codex") == "mine/harness@sha256:ab"
+    assert pinned.train_image("verl") == "mine/train:9"
+
+
+def test_a_digest_pinned_image_needs_explicit_siblings() -> None:
+    text = BASE + "harness: {name: codex}\ncluster: {image: 'of/runtime@sha256:0123'}\n"
+    with pytest.raises(ConfigError, match="pinned by digest") as raised:
+        config_from_text(text)
+    assert "cluster.rollout_image" in str(raised.value)
