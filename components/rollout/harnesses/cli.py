@@ -32,6 +32,8 @@ def install_command(
     all_: Annotated[bool, typer.Option("--all", help="Install every pinned harness.")] = False,
 ) -> None:
     """Install harnesses at their pinned versions; one already installed at its pin is left alone."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     from components.rollout.harnesses import HARNESSES, HarnessInstallError, get_harness
 
     if all_ == bool(names):
@@ -40,16 +42,25 @@ def install_command(
     unknown = [name for name in chosen if name not in HARNESSES]
     if unknown:
         raise typer.BadParameter(f"no harness named {', '.join(unknown)}; known: {', '.join(HARNESSES)}")
-    for name in chosen:
-        adapter = get_harness(name)
-        try:
-            result = adapter.install()
-        except HarnessInstallError as exc:
-            typer.echo(f"error: installing {name} {adapter.version} failed: {exc}", err=True)
-            raise typer.Exit(1) from None
-        if result is None:
-            typer.echo(f"{name}: built in, nothing to install")
-        elif result.already_installed:
-            typer.echo(f"{name} {adapter.version}: already installed in {result.folder}")
-        else:
-            typer.echo(f"{name} {adapter.version}: installed in {result.folder} ({result.seconds:.0f} s)")
+    # In parallel: each install waits on downloads, not the CPU, and a fresh machine's CI
+    # pays for all of them (npm harnesses share the Node runtime, whose install is locked).
+    failed = False
+    with ThreadPoolExecutor(max_workers=max(len(chosen), 1)) as pool:
+        futures = {pool.submit(get_harness(name).install): name for name in chosen}
+        for future in as_completed(futures):
+            name = futures[future]
+            version = get_harness(name).version
+            try:
+                result = future.result()
+            except HarnessInstallError as exc:
+                typer.echo(f"error: installing {name} {version} failed: {exc}", err=True)
+                failed = True
+                continue
+            if result is None:
+                typer.echo(f"{name}: built in, nothing to install")
+            elif result.already_installed:
+                typer.echo(f"{name} {version}: already installed in {result.folder}")
+            else:
+                typer.echo(f"{name} {version}: installed in {result.folder} ({result.seconds:.0f} s)")
+    if failed:
+        raise typer.Exit(1)

@@ -111,3 +111,32 @@ def test_harness_install_refuses_bad_names(args: list[str], problem: str) -> Non
 
     assert result.exit_code == 2
     assert problem in result.output
+
+
+class _SlowAdapter:
+    """An adapter whose install waits for every other install to have started (or fails)."""
+
+    def __init__(self, name: str, started: "threading.Barrier", fail: bool) -> None:
+        self.name, self.version, self._started, self._fail = name, "1.0", started, fail
+
+    def install(self):
+        self._started.wait(timeout=10)  # raises BrokenBarrierError when installs run one by one
+        if self._fail:
+            raise HarnessInstallError("the registry said no")
+        return None
+
+
+def test_install_all_runs_installs_at_once_and_reports_every_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import components.rollout.harnesses as harnesses
+
+    started = threading.Barrier(len(HARNESSES))
+    adapters = {name: _SlowAdapter(name, started, fail=name == "codex") for name in HARNESSES}
+    monkeypatch.setattr(harnesses, "get_harness", adapters.__getitem__)
+
+    result = CliRunner().invoke(app, ["harness", "install", "--all"])
+
+    assert result.exit_code == 1
+    assert "error: installing codex 1.0 failed: the registry said no" in result.output
+    assert result.output.count("built in, nothing to install") == len(HARNESSES) - 1
