@@ -23,8 +23,8 @@ help:
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)"
-	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
+	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" uv==0.13.9
+	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e ".[test]"
 	touch $@
 
 install: $(INSTALLED)
@@ -52,9 +52,9 @@ run: $(INSTALLED)
 
 # LiteLLM (the comparison in bench-proxy) lives in its own venv so it cannot disturb ours.
 LITELLM_VENV ?= .venv-litellm
-$(LITELLM_VENV)/.installed: benchmarks/proxy/litellm-requirements.txt
+$(LITELLM_VENV)/.installed: benchmarks/proxy/litellm-requirements.txt | $(INSTALLED)
 	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
-	$(LITELLM_VENV)/bin/pip install --quiet --disable-pip-version-check -r $<
+	$(BIN)/python -m uv pip install --quiet --python $(LITELLM_VENV)/bin/python -r $<
 	touch $@
 
 bench-proxy: $(INSTALLED) $(LITELLM_VENV)/.installed

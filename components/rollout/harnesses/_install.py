@@ -15,6 +15,7 @@ disturb the project's venv; npm harnesses run on the pinned Node, not the machin
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
 import shutil
@@ -124,12 +125,24 @@ class Installer(ABC):
         """Folders to put first on PATH when the harness runs (its executables, its runtime)."""
 
 
+def pip_install(python: Path | str, args: list[str]) -> None:
+    """``pip install ARGS`` into ``python``'s environment, through uv when it is installed.
+
+    uv resolves and downloads in parallel: mini-swe-agent's venv took ~4 min with pip on a
+    fresh machine and seconds with uv; pip stays the fallback for installs without uv.
+    """
+    if importlib.util.find_spec("uv") is not None:
+        run_client([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", str(python), *args])
+    else:
+        run_client([str(python), "-m", "pip", "install", *_QUIET_PIP, *args])
+
+
 class PipVenvInstaller(Installer):
     """A venv of the harness's own (``folder/venv``), filled by its pip."""
 
     def install_into(self, folder: Path, home: Path) -> None:
         run_client([sys.executable, "-m", "venv", str(folder / "venv")])
-        run_client([str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", *_QUIET_PIP, *_specs(self.pins)])
+        pip_install(folder / "venv" / "bin" / "python", _specs(self.pins))
 
     def bin_dirs(self, folder: Path, home: Path) -> list[Path]:
         return [folder / "venv" / "bin"]
@@ -162,6 +175,6 @@ def ensure_node(home: Path) -> Path:
     with _locked(folder):
         if not is_installed(folder, (NODE,)):
             shutil.rmtree(folder, ignore_errors=True)
-            run_client([sys.executable, "-m", "pip", "install", *_QUIET_PIP, "--target", str(folder), NODE.spec])
+            pip_install(sys.executable, ["--target", str(folder), NODE.spec])
             (folder / _MARKER).write_text(json.dumps({"pins": [NODE.spec]}) + "\n")
     return node_bin_dir(home)
