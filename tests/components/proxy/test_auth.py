@@ -8,7 +8,6 @@ from typing import Any, Callable
 
 import httpx
 import pytest
-from aiohttp import web
 
 from components.core import read_session
 from components.proxy import session_token
@@ -104,31 +103,6 @@ def test_without_a_secret_no_key_is_needed(fake_proxy: str) -> None:
 
 HARNESS_KEY = "sk-harness-key-must-stay-home"
 UPSTREAM_KEY = "sk-upstream-key-never-shown-42"
-
-
-@pytest.fixture
-def capturing_engine(fake_engine, loop_thread) -> Any:
-    """The fake engine behind a middleware that keeps every request's headers."""
-    seen: list[dict[str, str]] = []
-
-    @web.middleware
-    async def capture(request: web.Request, handler: Any) -> web.StreamResponse:
-        seen.append(dict(request.headers))
-        return await handler(request)
-
-    async def serve() -> tuple[web.AppRunner, str]:
-        app = web.Application(middlewares=[capture])
-        app.router.add_get("/v1/models", fake_engine._models)
-        app.router.add_post("/v1/chat/completions", fake_engine._chat)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        return runner, "http://127.0.0.1:%d" % runner.addresses[0][1]
-
-    runner, url = loop_thread.run(serve())
-    yield fake_engine, url, seen
-    loop_thread.run(runner.cleanup())
 
 
 def test_keys_never_leak_harness_key_stays_home_upstream_key_stays_upstream(
