@@ -8,12 +8,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ProxyConfig", "build_app", "serve_proxy", "start_proxy"]
+__all__ = ["ProxyConfig", "build_app", "serve_proxy", "session_token", "start_proxy"]
 
 _HOMES = {
     "ProxyConfig": "components.proxy.config",
     "build_app": "components.proxy.app",
     "serve_proxy": "components.proxy.serve",
+    "session_token": "components.proxy.auth",
     "start_proxy": "components.proxy.serve",
 }
 

@@ -13,7 +13,7 @@ from components.proxy.calls import CallHandler
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, error_response, upstream_status_error
 from components.proxy.recorder import Recorder
-from components.proxy.sessions import check_path_session_id
+from components.proxy.sessions import call_session, check_path_session_id
 from components.proxy.surfaces import SURFACES
 from components.proxy.upstream import Upstream, models_list_body
 
@@ -43,8 +43,8 @@ class _Proxy:
         self.recorder.close()
 
     async def models(self, request: web.Request) -> web.Response:
-        if "session_id" in request.match_info:
-            check_path_session_id(request.match_info["session_id"])
+        session_id = call_session(request.match_info.get("session_id"), request.headers)
+        self.calls.admission.auth.check(request.headers, session_id)
         try:
             status, body = await self.upstream.get_models()
         except ProxyError:
@@ -58,6 +58,14 @@ class _Proxy:
     async def flush(self, request: web.Request) -> web.Response:
         session = request.query.get("session")
         ids = None if session is None else [check_path_session_id(session)]
+        if self.calls.admission.auth.enabled:
+            if ids is None:  # a flush of every session would need every session's token
+                raise ProxyError(
+                    403,
+                    "with session tokens on, /flush takes one session: POST /flush?session=<id> with its token",
+                    code="flush_needs_session",
+                )
+            self.calls.admission.auth.check(request.headers, ids[0])
         await self.recorder.sync(ids)
         counts = self.recorder.counts() if ids is None else {ids[0]: self.recorder.count(ids[0])}
         return _json({"sessions": counts})
@@ -72,6 +80,7 @@ class _Proxy:
                 "token_provenance": self.config.provenance_on,
                 "sessions": len(self.recorder.counts()),
                 "calls_recorded": self.recorder.calls_recorded,
+                **self.calls.admission.counters(),
             }
         )
 

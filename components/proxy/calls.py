@@ -24,9 +24,11 @@ from components.core.trajectory import SCHEMA_VERSION
 from components.proxy.call_tags import Attempt, CallTagger
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
+from components.proxy.limits import Admission
 from components.proxy.provenance import Route, TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
-from components.proxy.sessions import check_path_session_id, session_from_headers
+from components.proxy.retries import deliver
+from components.proxy.sessions import call_session
 from components.proxy.sse import DONE, SSEParser
 from components.proxy.surfaces import Surface
 from components.proxy.upstream import Upstream
@@ -66,6 +68,7 @@ class _Call:
     attempt: Attempt  # side-call and retry tags
     translation: dict[str, Any] | None  # what the engine got instead of a non-chat request
     route: Route | None  # token provenance's choice of path (None: provenance off)
+    upstream_attempts: int = 1  # sends of the request; more than one when the upstream was unreachable
 
     def record(
         self,
@@ -93,7 +96,7 @@ class _Call:
             "completion_logprobs": completion.completion_logprobs,
             "finish_reason": completion.finish_reason,
             "sampling": self.sampling,
-            "tags": self.attempt.tags(),
+            "tags": self._tags(),
             "request_digest": self.digest,
             "started_at": self.started_at,
             "latency_ms": (time.perf_counter() - self.t0) * 1000.0,
@@ -102,6 +105,12 @@ class _Call:
             "translation": self.translation,
             "provenance": None if self.route is None else self.route.record(),
         }
+
+    def _tags(self) -> dict[str, Any]:
+        tags = self.attempt.tags()
+        if self.upstream_attempts > 1:
+            tags["upstream_attempts"] = self.upstream_attempts
+        return tags
 
 
 class CallHandler:
@@ -113,11 +122,27 @@ class CallHandler:
         self._recorder = recorder
         self._tagger = CallTagger()
         self._provenance = TokenProvenance(upstream) if config.provenance_on else None
+        self.admission = Admission(config, recorder)
 
     async def handle(self, request: web.Request, surface: Surface) -> web.StreamResponse:
+        admission = self.admission
+        try:
+            session_id = call_session(request.match_info.get("session_id"), request.headers)
+            admission.admit(request.headers, session_id)
+        except ProxyError as err:
+            return _error_response(surface, err)  # refused before the upstream saw it: nothing to record
+        admission.in_flight += 1
+        try:
+            return await self._handle(request, surface, session_id)
+        except web.HTTPRequestEntityTooLarge as exc:
+            return _error_response(surface, admission.request_too_large(exc))
+        finally:
+            admission.in_flight -= 1
+
+    async def _handle(self, request: web.Request, surface: Surface, session_id: str) -> web.StreamResponse:
         started_at, t0 = time.time(), time.perf_counter()
         try:
-            call, upstream_body = await self._begin(request, surface, started_at, t0)
+            call, upstream_body = await self._begin(request, surface, session_id, started_at, t0)
         except ProxyError as err:
             return _error_response(surface, err)  # refused before the upstream saw it: nothing to record
         if call.stream:
@@ -125,13 +150,8 @@ class CallHandler:
         return await self._complete(surface, call, upstream_body)
 
     async def _begin(
-        self, request: web.Request, surface: Surface, started_at: float, t0: float
+        self, request: web.Request, surface: Surface, session_id: str, started_at: float, t0: float
     ) -> tuple[_Call, bytes]:
-        path_session = request.match_info.get("session_id")
-        if path_session is not None:
-            session_id = check_path_session_id(path_session)
-        else:
-            session_id = session_from_headers(request.headers)
         raw = await request.read()
         try:
             body = orjson.loads(raw)
@@ -157,8 +177,8 @@ class CallHandler:
 
     def _post(self, call: _Call, body: bytes) -> Awaitable[aiohttp.ClientResponse]:
         if call.route is not None and call.route.answer is not None:
-            return self._upstream.post_completions(body)
-        return self._upstream.post_chat(body)
+            return deliver(self._upstream.post_completions, body, call, self._config.upstream_retries)
+        return deliver(self._upstream.post_chat, body, call, self._config.upstream_retries)
 
     async def _complete(self, surface: Surface, call: _Call, upstream_body: bytes) -> web.Response:
         status = 0

@@ -7,6 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+SECRET_ENV = "OPENFORGE_PROXY_SECRET"
+UPSTREAM_KEY_ENV = "OPENFORGE_UPSTREAM_API_KEY"
+
 
 def proxy_command(
     upstream: Annotated[str, typer.Option(help="Engine base URL, e.g. http://127.0.0.1:8000 (vLLM or the dev engine).")],
@@ -28,8 +31,29 @@ def proxy_command(
         bool, typer.Option("--fsync", help="fsync every record (machine-crash safety; kill -9 is safe without it).")
     ] = False,
     upstream_timeout_s: Annotated[float, typer.Option(help="Seconds to wait for upstream bytes before a 504.")] = 600.0,
+    upstream_retries: Annotated[
+        int, typer.Option(help="Extra attempts, with backoff, for a request the engine never received.")
+    ] = 3,
+    max_in_flight: Annotated[int, typer.Option(help="Calls served at once; more get 429 with Retry-After.")] = 256,
+    retry_after_s: Annotated[int, typer.Option(help="Retry-After seconds sent with the proxy's own 429s.")] = 1,
+    max_request_mb: Annotated[float, typer.Option(help="Largest request body accepted (413 above it).")] = 64.0,
+    max_session_mb: Annotated[
+        float, typer.Option(help="A session file larger than this takes no more calls (413); its records are kept.")
+    ] = 512.0,
+    session_secret_file: Annotated[
+        Optional[Path],
+        typer.Option(
+            help=f"File holding the secret that per-session API keys derive from (default: ${SECRET_ENV}); "
+            "when set, each call must carry its session's token."
+        ),
+    ] = None,
 ) -> None:
-    """Serve the OpenAI API from an engine and record every call, token for token."""
+    """Serve the OpenAI API from an engine and record every call, token for token.
+
+    The engine's API key, if it has one, comes from $OPENFORGE_UPSTREAM_API_KEY (never an option: argv is public).
+    """
+    import os
+
     from pydantic import ValidationError
 
     from components.proxy.config import ProxyConfig
@@ -45,6 +69,13 @@ def proxy_command(
             token_provenance=token_provenance,
             fsync=fsync,
             upstream_timeout_s=upstream_timeout_s,
+            upstream_retries=upstream_retries,
+            max_in_flight=max_in_flight,
+            retry_after_s=retry_after_s,
+            max_request_mb=max_request_mb,
+            max_session_mb=max_session_mb,
+            session_secret=_session_secret(session_secret_file, os.environ.get(SECRET_ENV)),
+            upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or None,
         )
     except ValidationError as exc:
         problems = "; ".join(f"--{'-'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in exc.errors())
@@ -53,3 +84,16 @@ def proxy_command(
     from components.proxy.serve import serve_proxy
 
     serve_proxy(config)
+
+
+def _session_secret(path: Path | None, from_env: str | None) -> bytes | None:
+    # Read here, not passed on argv: a command line is visible to every process on the machine.
+    if path is None:
+        return from_env.encode() if from_env else None
+    try:
+        secret = path.read_bytes().strip()  # a trailing newline from `echo` or an editor is not part of it
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot read the session secret file {path}: {exc.strerror}") from None
+    if not secret:
+        raise typer.BadParameter(f"session secret file {path} is empty; write e.g. `openssl rand -hex 32` into it")
+    return secret

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretBytes, SecretStr, field_validator
 
 
 class ProxyConfig(BaseModel):
     """Everything one recording proxy needs; every field is a CLI option of ``openforge proxy``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Inputs stay out of validation errors: one of them may be the session secret.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     upstream: str = Field(
         description="Base URL of the OpenAI-compatible engine (vLLM or the dev engine), "
@@ -54,6 +55,26 @@ class ProxyConfig(BaseModel):
     max_request_mb: float = Field(
         64.0, gt=0, description="Largest request body accepted; long agent histories exceed a few MB."
     )
+    max_in_flight: int = Field(
+        256, ge=1, description="Calls served at once; one more is answered 429 with Retry-After, never queued."
+    )
+    retry_after_s: int = Field(1, ge=0, description="Retry-After (seconds) sent with the proxy's own 429s.")
+    upstream_retries: int = Field(
+        3,
+        ge=0,
+        description="Extra attempts, with backoff, for a request the upstream never received "
+        "(connection refused, connect timeout, pooled connection closed); never once it answered.",
+    )
+    max_session_mb: float = Field(
+        512.0, gt=0, description="A session file larger than this takes no more calls (413); what it holds is kept."
+    )
+    session_secret: SecretBytes | None = Field(
+        None,
+        description="When set, each session's calls must carry session_token(secret, session_id) as their API key.",
+    )
+    upstream_api_key: SecretStr | None = Field(
+        None, description="Sent upstream as a Bearer token (vLLM started with --api-key); never returned or recorded."
+    )
 
     @property
     def provenance_on(self) -> bool:
@@ -67,6 +88,14 @@ class ProxyConfig(BaseModel):
             raise ValueError(f"upstream {value!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000)")
         # Accept both ".../v1" and the bare base URL: the proxy appends the API paths itself.
         return value[: -len("/v1")] if value.endswith("/v1") else value
+
+    @field_validator("session_secret")
+    @classmethod
+    def _long_secret(cls, value: SecretBytes | None) -> SecretBytes | None:
+        # A short secret makes every session token guessable; the message never echoes it.
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("session secret must be at least 16 bytes; generate one with `openssl rand -hex 32`")
+        return value
 
     @field_validator("served_model")
     @classmethod

@@ -28,6 +28,8 @@ _TYPE_BY_STATUS = {
 class ProxyError(Exception):
     """A request the proxy answers with an error instead of a completion."""
 
+    undelivered = False  # set when the upstream never received the request: safe to send again
+
     def __init__(
         self,
         status: int,
@@ -92,6 +94,21 @@ def upstream_exception(exc: BaseException, upstream: str, timeout_s: float) -> P
             502, f"upstream {upstream} closed the connection mid-answer ({exc!r})", code="upstream_disconnected"
         )
     return ProxyError(502, f"upstream {upstream} failed: {exc!r}", code="upstream_error")
+
+
+def undelivered(exc: BaseException) -> bool:
+    """For a failure raised before any response header arrived: could the engine not have the request?
+
+    Only these are retried. Once the engine answered, a generation may have been sampled,
+    and sending the request again would sample another the harness never asked for; a
+    read timeout means the engine has the request and is slow, not that it never got it.
+    """
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return True
+    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError)):
+        return False  # slow, or a TLS problem: trying again does not help
+    # Refused, reset, or a pooled connection the engine had closed (found out on the next send).
+    return isinstance(exc, (aiohttp.ClientConnectionError, ConnectionError))
 
 
 def upstream_status_error(status: int, body: bytes, upstream: str, retry_after: str | None) -> ProxyError:

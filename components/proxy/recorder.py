@@ -36,6 +36,7 @@ class Recorder:
         self._max_open = max_open_files
         self._fds: OrderedDict[str, int] = OrderedDict()
         self._counts: dict[str, int] = {}
+        self._sizes: dict[str, int] = {}  # bytes per session file: known once, then counted, never re-stat'ed
 
     def path(self, session_id: str) -> Path:
         return self.out / f"{session_id}.jsonl"
@@ -46,9 +47,11 @@ class Recorder:
             fd = self._fd(session_id)
             index = self._counts[session_id]
             record["call_index"] = index
-            _write_all(fd, orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE))
+            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+            _write_all(fd, line)
         except OSError as exc:
             raise RecordingError(exc.errno, f"cannot append to {self.path(session_id)}: {exc.strerror or exc}") from exc
+        self._sizes[session_id] += len(line)
         self._counts[session_id] = index + 1
         self.calls_recorded += 1
         return index
@@ -57,6 +60,17 @@ class Recorder:
         """Calls recorded in the session's file (including those from earlier proxy runs)."""
         known = self._counts.get(session_id)
         return known if known is not None else _count_lines(self.path(session_id))
+
+    def size(self, session_id: str) -> int:
+        """Bytes in the session's file: read from disk once per session, then counted as written."""
+        size = self._sizes.get(session_id)
+        if size is None:
+            try:
+                size = self.path(session_id).stat().st_size
+            except FileNotFoundError:
+                size = 0
+            self._sizes[session_id] = size
+        return size
 
     def counts(self) -> dict[str, int]:
         return dict(self._counts)
@@ -81,6 +95,8 @@ class Recorder:
             self._counts[session_id] = _count_lines(self.path(session_id))
         fd = os.open(self.path(session_id), _OPEN_FLAGS, _FILE_MODE)
         self._fds[session_id] = fd
+        if session_id not in self._sizes:
+            self._sizes[session_id] = os.fstat(fd).st_size
         if len(self._fds) > self._max_open:
             _, oldest = self._fds.popitem(last=False)
             os.close(oldest)

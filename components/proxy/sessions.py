@@ -38,6 +38,11 @@ def check_path_session_id(value: str) -> str:
     return value
 
 
+def call_session(path_session: str | None, headers: Mapping[str, str]) -> str:
+    """A call's session: the ``/s/<id>/`` path segment (checked), else what its headers name."""
+    return check_path_session_id(path_session) if path_session is not None else session_from_headers(headers)
+
+
 def session_from_headers(headers: Mapping[str, str]) -> str:
     """The session id harness headers name; never raises, never returns an unsafe id."""
     for name in _SESSION_HEADERS:

@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 
 from components.proxy.config import ProxyConfig
-from components.proxy.errors import ProxyError, upstream_exception
+from components.proxy.errors import ProxyError, undelivered, upstream_exception
 
 _log = logging.getLogger(__name__)
 _JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -74,7 +74,11 @@ class Upstream:
         self._tokenize_url = f"{config.upstream}/tokenize"
         self._models_url = f"{config.upstream}/v1/models"
         self._refresh_s = config.policy_refresh_s
+        key = config.upstream_api_key
+        self._key = None if key is None else key.get_secret_value()
         self._http = aiohttp.ClientSession(
+            # Only the proxy's own upstream key goes out: the harness's key is never forwarded.
+            headers=None if self._key is None else {"Authorization": f"Bearer {self._key}"},
             connector=aiohttp.TCPConnector(
                 limit=config.upstream_connections,
                 limit_per_host=config.upstream_connections,
@@ -102,7 +106,7 @@ class Upstream:
             async with self._http.post(self._tokenize_url, data=orjson.dumps(body), headers=_JSON_HEADERS) as resp:
                 payload = await resp.read()
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-            raise upstream_exception(exc, self.base_url, self.timeout_s) from exc
+            raise self.failure(exc) from exc
         try:
             data = orjson.loads(payload) if resp.status == 200 else None
         except orjson.JSONDecodeError:
@@ -116,11 +120,20 @@ class Upstream:
         try:
             return await self._http.post(url, data=body, headers=_JSON_HEADERS)
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-            raise upstream_exception(exc, self.base_url, self.timeout_s) from exc
+            err = self.failure(exc)
+            err.undelivered = undelivered(exc)  # no response header came: the caller may send it again
+            raise err from exc
 
     def failure(self, exc: BaseException) -> ProxyError:
         """The client-facing error for a failure while reading an upstream answer."""
-        return upstream_exception(exc, self.base_url, self.timeout_s)
+        return self._redacted(upstream_exception(exc, self.base_url, self.timeout_s))
+
+    def _redacted(self, err: ProxyError) -> ProxyError:
+        # An exception's repr can carry the request's headers; the upstream key must not reach an answer.
+        if self._key is not None and self._key in err.message:
+            err.message = err.message.replace(self._key, "<upstream key>")
+            err.args = (err.message,)
+        return err
 
     async def get_models(self) -> tuple[int, bytes]:
         """Forward ``GET /v1/models``; a successful answer also refreshes the cached list."""
@@ -130,7 +143,7 @@ class Upstream:
             ) as resp:
                 body = await resp.read()
         except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
-            raise upstream_exception(exc, self.base_url, _MODELS_TIMEOUT_S) from exc
+            raise self._redacted(upstream_exception(exc, self.base_url, _MODELS_TIMEOUT_S)) from exc
         if resp.status == 200:
             self._remember_models(body)
         return resp.status, body

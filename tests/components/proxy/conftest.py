@@ -207,6 +207,26 @@ def fake_proxy(fake_engine: FakeEngine, make_proxy: Callable[..., str]) -> str:
     return make_proxy(fake_engine.url)
 
 
+@pytest.fixture
+def capturing_engine(
+    fake_engine: FakeEngine, loop_thread: LoopThread
+) -> Iterator[tuple[FakeEngine, str, list[dict[str, str]]]]:
+    """The fake engine behind a middleware that keeps every request's headers: (engine, url, headers seen)."""
+    seen: list[dict[str, str]] = []
+
+    @web.middleware
+    async def capture(request: web.Request, handler: Any) -> web.StreamResponse:
+        seen.append(dict(request.headers))
+        return await handler(request)
+
+    app = web.Application(middlewares=[capture])
+    app.router.add_get("/v1/models", fake_engine._models)
+    app.router.add_post("/v1/chat/completions", fake_engine._chat)
+    runner, url = loop_thread.run(_serve(app))
+    yield fake_engine, url, seen
+    loop_thread.run(runner.cleanup())
+
+
 # The tool round trip the harness-API tests play (Anthropic Messages, OpenAI Responses): the
 # first assistant turn writes a file, the second answers; later turns generate freely.
 TOOL_SCRIPT = {
