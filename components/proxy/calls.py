@@ -26,7 +26,7 @@ from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
 from components.proxy.provenance import Route, TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
-from components.proxy.sessions import check_path_session_id, session_from_headers
+from components.proxy.sessions import check_path_attempt, check_path_session_id, session_from_headers
 from components.proxy.sse import DONE, SSEParser
 from components.proxy.surfaces import Surface
 from components.proxy.upstream import Upstream
@@ -132,6 +132,8 @@ class CallHandler:
             session_id = check_path_session_id(path_session)
         else:
             session_id = session_from_headers(request.headers)
+        path_attempt = request.match_info.get("attempt")
+        attempt_number = 0 if path_attempt is None else check_path_attempt(path_attempt)
         raw = await request.read()
         try:
             body = orjson.loads(raw)
@@ -147,7 +149,7 @@ class CallHandler:
         )
         route = None if self._provenance is None else await self._provenance.route(session_id, upstream_body)
         digest = hashlib.sha256(orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers)
+        attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers, attempt=attempt_number)
         translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
         call = _Call(
             session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0,
