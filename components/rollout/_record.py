@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from components.core.outcome import Outcome, RolloutStatus
+from components.rollout._process import tail
 
 
 @dataclass
@@ -38,7 +39,8 @@ class Record:
 
     def retry(self, attempt: int) -> None:
         """Forget attempt ``attempt``'s verdict before the next one; keep a note of why it failed."""
-        note = f"attempt {attempt} failed on infrastructure ({'; '.join(self.notes)}); retried"
+        # The full details stay in extra.failed_attempts; the summary keeps `details` readable.
+        note = f"attempt {attempt} failed on infrastructure ({tail('; '.join(self.notes), 500)}); retried"
         self.extra.setdefault("failed_attempts", []).append(
             {"attempt": attempt, "status": self.status.value, "details": "; ".join(self.notes)}
         )
