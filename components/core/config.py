@@ -74,6 +74,15 @@ class RolloutConfig(_Section):
     min_usable_fraction: float = Field(
         0.5, ge=0, le=1, description="Stop the iteration instead of training when fewer rollouts are usable."
     )
+    infra_retries: int = Field(
+        2,
+        ge=0,
+        le=98,  # attempt k is the proxy route /s/<id>/a/<k>/, k in 1..99
+        description="Extra attempts for a rollout that failed on infrastructure (engine or proxy), within its time limit.",
+    )
+    max_output_mb: float = Field(
+        64.0, gt=0, description="Cap on each of the harness's stdout and stderr files; a harness writing more is a harness error."
+    )
 
 
 class AlgorithmConfig(_Section):

@@ -22,6 +22,10 @@ class RolloutStatus(str, Enum):
     TIMEOUT = "timeout"  # the time limit (start-up included) ran out
     VERIFIER_ERROR = "verifier_error"  # the verifier itself crashed or answered nonsense
     INFRA_ERROR = "infra_error"  # proxy, engine or storage failed: not the agent's fault
+    # The harness stopped after the engine refused a call for context length: the policy's
+    # own outputs (and the tool output they asked for) filled the context. Graded like a
+    # timeout (reward 0, usable); see docs/reliability.md, "Failure taxonomy".
+    CONTEXT_OVERFLOW = "context_overflow"
 
 
 class Outcome(BaseModel):

@@ -8,7 +8,7 @@ in step (a test checks that every field here is documented there).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Iterator, Literal, Sequence
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -188,3 +188,23 @@ def read_sessions(directory: str | Path) -> Iterator[tuple[str, list[RecordedCal
     """Yield ``(session_id, calls)`` for every ``*.jsonl`` file in a directory, sorted by name."""
     for path in sorted(Path(directory).glob("*.jsonl")):
         yield path.stem, read_session(path)
+
+
+def attempt_of(call: RecordedCall) -> int:
+    """The runner's attempt a call belongs to: ``tags["attempt"]``, absent for the first (0)."""
+    value = call.tags.get("attempt", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def latest_attempt(calls: Sequence[RecordedCall], attempt: int | None = None) -> list[RecordedCall]:
+    """The calls of one attempt of a rollout: ``attempt``, else the latest one recorded.
+
+    A rollout retried after an infrastructure failure keeps every attempt's calls in its
+    session file (nothing recorded is lost), but only the attempt whose outcome was
+    judged may be scored and trained on: the earlier ones ended because the engine or
+    proxy failed, not because of the policy.
+    """
+    if not calls:
+        return []
+    chosen = max(attempt_of(call) for call in calls) if attempt is None else attempt
+    return [call for call in calls if attempt_of(call) == chosen]

@@ -13,13 +13,14 @@ from components.proxy.calls import CallHandler
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, error_response, upstream_status_error
 from components.proxy.recorder import Recorder
-from components.proxy.sessions import call_session, check_path_session_id
+from components.proxy.sessions import call_session, check_path_attempt, check_path_session_id
 from components.proxy.surfaces import SURFACES
 from components.proxy.upstream import Upstream, models_list_body
 
 _log = logging.getLogger(__name__)
 _ROUTES_HELP = ", ".join(
-    [f"POST {surface.path} (also under /s/<session_id>)" for surface in SURFACES] + ["GET /v1/models", "POST /flush", "GET /health"]
+    [f"POST {surface.path} (also under /s/<session_id> and /s/<session_id>/a/<attempt>)" for surface in SURFACES]
+    + ["GET /v1/models", "POST /flush", "GET /health[?upstream=1]"]
 )
 
 
@@ -45,6 +46,8 @@ class _Proxy:
     async def models(self, request: web.Request) -> web.Response:
         session_id = call_session(request.match_info.get("session_id"), request.headers)
         self.calls.admission.auth.check(request.headers, session_id)
+        if "attempt" in request.match_info:
+            check_path_attempt(request.match_info["attempt"])
         try:
             status, body = await self.upstream.get_models()
         except ProxyError:
@@ -71,6 +74,12 @@ class _Proxy:
         return _json({"sessions": counts})
 
     async def health(self, request: web.Request) -> web.Response:
+        if request.query.get("upstream") == "1":
+            # The rollout runner waits on this before retrying a rollout the engine failed:
+            # the proxy being up says nothing about the engine behind it.
+            problem = await self._upstream_problem()
+            if problem is not None:
+                return _json({"ok": False, "upstream": self.config.upstream, "error": problem}, status=503)
         return _json(
             {
                 "ok": True,
@@ -85,6 +94,16 @@ class _Proxy:
         )
 
 
+    async def _upstream_problem(self) -> str | None:
+        try:
+            status, _ = await self.upstream.get_models()
+        except ProxyError as err:
+            return f"upstream {self.config.upstream} is not reachable: {err.message}"
+        if status != 200:
+            return f"upstream {self.config.upstream} answered HTTP {status} to GET /v1/models"
+        return None
+
+
 def build_app(config: ProxyConfig) -> web.Application:
     """The aiohttp application of one recording proxy (start it with any aiohttp runner)."""
     proxy = _Proxy(config)
@@ -95,8 +114,10 @@ def build_app(config: ProxyConfig) -> web.Application:
         handler = partial(_call_route, proxy, surface)
         app.router.add_post(surface.path, handler)
         app.router.add_post("/s/{session_id}" + surface.path, handler)
+        app.router.add_post("/s/{session_id}/a/{attempt}" + surface.path, handler)
     app.router.add_get("/v1/models", proxy.models)
     app.router.add_get("/s/{session_id}/v1/models", proxy.models)
+    app.router.add_get("/s/{session_id}/a/{attempt}/v1/models", proxy.models)
     app.router.add_post("/flush", proxy.flush)
     app.router.add_get("/health", proxy.health)
     return app
@@ -137,5 +158,5 @@ def _http_error(request: web.Request, exc: web.HTTPException) -> ProxyError:
     return ProxyError(exc.status, f"{exc.reason}: {exc.text or ''}".strip(": "))
 
 
-def _json(body: dict) -> web.Response:
-    return web.Response(body=orjson.dumps(body), content_type="application/json")
+def _json(body: dict, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")

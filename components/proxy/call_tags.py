@@ -63,18 +63,24 @@ class CallTagger:
     """Remembers the recent request digests of each session (in memory: a restart forgets them)."""
 
     def __init__(self) -> None:
-        self._sessions: OrderedDict[str, OrderedDict[str, list[Attempt]]] = OrderedDict()
+        self._sessions: OrderedDict[tuple[str, int], OrderedDict[str, list[Attempt]]] = OrderedDict()
         self._arrivals = 0
 
-    def arrive(self, session_id: str, api: str, request: Mapping[str, Any], digest: str, headers: Mapping[str, str]) -> Attempt:
+    def arrive(
+        self, session_id: str, api: str, request: Mapping[str, Any], digest: str, headers: Mapping[str, str], attempt: int = 0
+    ) -> Attempt:
         base: dict[str, Any] = {}
+        if attempt:
+            base["attempt"] = attempt  # the rollout runner's retry (/s/<id>/a/<attempt>/...)
         rule = side_call_rule(api, request)
         if rule is not None:
             base["side_call"] = rule
         retries = sdk_retry_count(headers)
         if retries:
             base["retry_count"] = retries
-        digests = self._digests(session_id)
+        # A retried rollout starts its conversation over: its first request repeats the
+        # failed attempt's, and must not be taken for (or supersede) that attempt's call.
+        digests = self._digests((session_id, attempt))
         siblings = digests.pop(digest, None) or []
         digests[digest] = siblings  # most recent last
         if len(digests) > _MAX_DIGESTS:
@@ -85,11 +91,11 @@ class CallTagger:
         del siblings[:-_MAX_ATTEMPTS]
         return attempt
 
-    def _digests(self, session_id: str) -> OrderedDict[str, list[Attempt]]:
-        digests = self._sessions.pop(session_id, None)
+    def _digests(self, key: tuple[str, int]) -> OrderedDict[str, list[Attempt]]:
+        digests = self._sessions.pop(key, None)
         if digests is None:
             digests = OrderedDict()
-        self._sessions[session_id] = digests
+        self._sessions[key] = digests
         if len(self._sessions) > _MAX_SESSIONS:
             self._sessions.popitem(last=False)
         return digests

@@ -28,7 +28,7 @@ from components.proxy.limits import Admission
 from components.proxy.provenance import Route, TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
 from components.proxy.retries import deliver
-from components.proxy.sessions import call_session
+from components.proxy.sessions import call_session, check_path_attempt
 from components.proxy.sse import DONE, SSEParser
 from components.proxy.surfaces import Surface
 from components.proxy.upstream import Upstream
@@ -152,6 +152,8 @@ class CallHandler:
     async def _begin(
         self, request: web.Request, surface: Surface, session_id: str, started_at: float, t0: float
     ) -> tuple[_Call, bytes]:
+        path_attempt = request.match_info.get("attempt")
+        attempt_number = 0 if path_attempt is None else check_path_attempt(path_attempt)
         raw = await request.read()
         try:
             body = orjson.loads(raw)
@@ -167,7 +169,7 @@ class CallHandler:
         )
         route = None if self._provenance is None else await self._provenance.route(session_id, upstream_body)
         digest = hashlib.sha256(orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)).hexdigest()
-        attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers)
+        attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers, attempt=attempt_number)
         translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
         call = _Call(
             session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0,

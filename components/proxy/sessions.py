@@ -43,6 +43,22 @@ def call_session(path_session: str | None, headers: Mapping[str, str]) -> str:
     return check_path_session_id(path_session) if path_session is not None else session_from_headers(headers)
 
 
+ATTEMPT_RULE = "an integer from 1 to 99 (the rollout runner's retry number; the first attempt uses /s/<id>/v1)"
+_ATTEMPT = re.compile(r"[1-9][0-9]?")
+
+
+def check_path_attempt(value: str) -> int:
+    """The attempt number of ``/s/<id>/a/<attempt>/``: refused (400) unless it is 1..99."""
+    if _ATTEMPT.fullmatch(value) is None:
+        raise ProxyError(
+            400,
+            f"attempt {value[:20]!r} in the URL path is not allowed: use {ATTEMPT_RULE}",
+            param="attempt",
+            code="invalid_attempt",
+        )
+    return int(value)
+
+
 def session_from_headers(headers: Mapping[str, str]) -> str:
     """The session id harness headers name; never raises, never returns an unsafe id."""
     for name in _SESSION_HEADERS:

@@ -22,6 +22,9 @@ class GroupStats(BaseModel):
     reward_mean: float | None
     reward_std: float | None = Field(description="Sample std (n-1), as GRPO's advantage uses; None below 2.")
     skipped_equal: bool = Field(description="All usable rewards equal (a lone rollout included): no learning signal.")
+    no_baseline: bool = Field(
+        False, description="More than one rollout planned but fewer than 2 usable: masked whole (no GRPO baseline)."
+    )
 
 
 class TaskStats(BaseModel):
@@ -39,8 +42,10 @@ def group_stats(records: Sequence[RewardRecord]) -> list[GroupStats]:
     """Statistics per group, over usable rollouts; groups with none usable are listed with size 0."""
     rewards: dict[str, list[float]] = defaultdict(list)
     task_of: dict[str, str] = {}
+    planned: dict[str, int] = defaultdict(int)
     for record in records:
         task_of[record.group_id] = record.task_id
+        planned[record.group_id] += 1
         if record.usable:
             rewards[record.group_id].append(record.reward)
     out = []
@@ -54,6 +59,7 @@ def group_stats(records: Sequence[RewardRecord]) -> list[GroupStats]:
                 reward_mean=statistics.fmean(values) if values else None,
                 reward_std=statistics.stdev(values) if len(values) > 1 else None,
                 skipped_equal=bool(values) and len(set(values)) == 1,
+                no_baseline=planned[gid] > 1 and len(values) < 2,
             )
         )
     return out
@@ -103,6 +109,7 @@ def score_metrics(
     captures: Mapping[str, Capture],
     groups: Sequence[GroupStats],
     tasks: Sequence[TaskStats],
+    unusable_codes: Mapping[str, str] | None = None,
 ) -> dict[str, float]:
     """The contract's score metrics. A metric with no data (e.g. pass@k when no task has k
     graded rollouts) is left out rather than logged as a misleading 0."""
@@ -130,4 +137,16 @@ def score_metrics(
         metrics["rollout_time_s/p95"] = _percentile(durations, 0.95)
     metrics["groups/total"] = float(len(groups))
     metrics["groups/skipped_equal"] = float(sum(g.skipped_equal for g in groups))
+    metrics["groups/no_baseline"] = float(sum(g.no_baseline for g in groups))
+    for code, count in sorted(reason_counts(unusable_codes or {}).items()):
+        metrics[f"unusable/{code}"] = float(count)
+    return metrics
+
+
+def reason_counts(codes: Mapping[str, str]) -> dict[str, int]:
+    """How many unusable rollouts each reason code accounts for."""
+    counts: dict[str, int] = defaultdict(int)
+    for code in codes.values():
+        counts[code] += 1
+    return dict(counts)
     return metrics

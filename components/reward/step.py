@@ -14,8 +14,8 @@ from components.core.metrics import merge_metrics
 from components.core.outcome import Outcome, RewardRecord, RolloutStatus
 from components.core.storage import ArtifactStore, RunLayout
 from components.core.trajectory import TrajectoryError, read_session
-from components.reward.scoring import Capture, inspect_capture, score_outcomes
-from components.reward.stats import GroupStats, TaskStats, group_stats, score_metrics, task_stats
+from components.reward.scoring import Capture, inspect_capture, judged_attempt, score_outcomes
+from components.reward.stats import GroupStats, TaskStats, group_stats, reason_counts, score_metrics, task_stats
 
 
 class ScoreReport(BaseModel):
@@ -23,6 +23,7 @@ class ScoreReport(BaseModel):
 
     records: list[RewardRecord]
     unusable: dict[str, str]  # rollout id -> why training skips it
+    unusable_reasons: dict[str, int] = {}  # reason code -> rollouts it made unusable (also metrics unusable/<code>)
     groups: list[GroupStats]
     tasks: list[TaskStats]
     metrics: dict[str, float]
@@ -72,13 +73,13 @@ def _load_outcome(store: ArtifactStore, key: str, planned: _Planned, iteration: 
         return _lost_outcome(planned, iteration, f"unreadable outcome at {key}: {exc.errors()[0]['msg']}")
 
 
-def _load_capture(store: ArtifactStore, key: str, scratch: Path) -> Capture:
+def _load_capture(store: ArtifactStore, key: str, scratch: Path, attempt: int | None) -> Capture:
     if not store.exists(key):
         return inspect_capture(None)
     path = scratch / Path(key).name
     path.write_bytes(store.get_bytes(key))
     try:
-        return inspect_capture(read_session(path))
+        return inspect_capture(read_session(path), attempt=attempt)
     except TrajectoryError as exc:
         return inspect_capture(None, read_error=str(exc))
 
@@ -93,13 +94,17 @@ def score_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
     outcomes = [_load_outcome(store, layout.outcome(iteration, p.rollout_id), p, iteration) for p in planned]
     with tempfile.TemporaryDirectory(prefix="openforge-score-") as scratch:
         captures = {
-            p.rollout_id: _load_capture(store, layout.trajectory(iteration, p.rollout_id), Path(scratch)) for p in planned
+            o.rollout_id: _load_capture(store, layout.trajectory(iteration, o.rollout_id), Path(scratch), judged_attempt(o))
+            for o in outcomes
         }
-    records, unusable = score_outcomes(outcomes, captures, iteration)
+    codes: dict[str, str] = {}
+    records, unusable = score_outcomes(outcomes, captures, iteration, codes)
     groups = group_stats(records)
     tasks = task_stats(outcomes, k=config.rollout.samples_per_task)
-    metrics = score_metrics(records, outcomes, captures, groups, tasks)
-    report = ScoreReport(records=records, unusable=unusable, groups=groups, tasks=tasks, metrics=metrics)
+    metrics = score_metrics(records, outcomes, captures, groups, tasks, codes)
+    report = ScoreReport(
+        records=records, unusable=unusable, unusable_reasons=reason_counts(codes), groups=groups, tasks=tasks, metrics=metrics
+    )
     # rewards.json last: its presence is what marks the step done (pipelines/run.py).
     merge_metrics(store, layout.metrics(iteration), metrics)
     store.put_bytes(layout.rewards(iteration), report.model_dump_json(indent=2).encode())

@@ -16,23 +16,33 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _PROC = Path("/proc")
+_POLL_S = 0.1  # how often the output cap is checked; a flood overshoots by what it writes in this time
 
 
 @dataclass(frozen=True)
 class ProcessResult:
-    exit_code: int | None  # None when the command ran out of time
+    exit_code: int | None  # None when the command ran out of time or was stopped for its output
     stdout_path: Path
     stderr_path: Path
+    output_capped: str | None = None  # "stdout" or "stderr" when that file outgrew the cap (killed)
 
     @property
     def timed_out(self) -> bool:
-        return self.exit_code is None
+        return self.exit_code is None and self.output_capped is None
 
     def stdout(self) -> str:
-        return self.stdout_path.read_text(errors="replace")
+        return _read_log(self.stdout_path)
 
     def stderr(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
+        return _read_log(self.stderr_path)
+
+
+def _read_log(path: Path) -> str:
+    # The command may have deleted its own log (an agent running rm -rf in the wrong place).
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def tail(text: str, limit: int) -> str:
@@ -41,27 +51,69 @@ def tail(text: str, limit: int) -> str:
 
 
 def run_in_session(
-    argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float, log_prefix: Path
+    argv: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    timeout_s: float,
+    log_prefix: Path,
+    max_output_bytes: int | None = None,
 ) -> ProcessResult:
     """Run ``argv`` in a new session for at most ``timeout_s``; stdout and stderr go to files.
 
     Files, not pipes: a chatty process can never block on a full pipe, and the output
-    survives the process being killed.
+    survives the process being killed. With ``max_output_bytes``, a command whose stdout
+    or stderr file outgrows it is killed and the file cut to the cap, so a flooding
+    harness can neither fill the disk nor make its reader load gigabytes. (Not
+    RLIMIT_FSIZE: that would also stop the agent writing a large file in its workspace.)
     """
     stdout_path, stderr_path = log_prefix.with_suffix(".stdout"), log_prefix.with_suffix(".stderr")
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
         process = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
         )
-    exit_code: int | None
+    exit_code: int | None = None
+    capped: str | None = None
+    deadline = time.monotonic() + max(timeout_s, 0.0)
     try:
-        exit_code = process.wait(timeout=max(timeout_s, 0.0))
-    except subprocess.TimeoutExpired:
-        exit_code = None
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                exit_code = process.wait(timeout=max(min(left, _POLL_S), 0.0))
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if max_output_bytes is not None:
+                capped = _outgrown(stdout_path, stderr_path, max_output_bytes)
+                if capped is not None:
+                    break
+            if left <= 0:
+                break
     finally:
         kill_session(process.pid)
         process.wait()
-    return ProcessResult(exit_code, stdout_path, stderr_path)
+    if max_output_bytes is not None:
+        for name, path in (("stdout", stdout_path), ("stderr", stderr_path)):
+            if _size(path) > max_output_bytes:
+                capped = capped or name  # outgrown between the last check and the kill
+                os.truncate(path, max_output_bytes)
+    if capped is not None:
+        exit_code = None
+    return ProcessResult(exit_code, stdout_path, stderr_path, capped)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _outgrown(stdout_path: Path, stderr_path: Path, limit: int) -> str | None:
+    for name, path in (("stdout", stdout_path), ("stderr", stderr_path)):
+        if _size(path) > limit:
+            return name
+    return None
 
 
 def kill_session(sid: int, rounds: int = 50) -> None:

@@ -4,13 +4,16 @@ Steps: fresh workspace from the task's files; wait for the recording proxy; run 
 harness against ``<proxy>/s/<rollout_id>/v1`` under the time limit; run the verifier in
 the workspace; flush the proxy; count the recorded calls; write ``outcome.json``. An
 outcome is written whatever fails, so scoring always knows what became of a rollout.
+An attempt the infrastructure failed (engine or proxy) is retried, at most
+``rollout.infra_retries`` times, with a fresh workspace and HOME, after a backoff and
+once the engine answers again, all inside the one time limit; attempt k > 0 talks to
+``<proxy>/s/<rollout_id>/a/<k>/v1`` so its calls carry ``tags["attempt"] = k``.
 The runner has no storage access: its inputs and outputs are plain files and folders.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import shutil
@@ -18,28 +21,33 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import ServiceError, wait_healthy
-from components.core.trajectory import TrajectoryError, read_session
+from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
+from components.rollout._failures import blame, verdict
 from components.rollout._process import run_in_session, tail
+from components.rollout._record import Record
 from components.rollout.egress import EgressSink
 from components.rollout.harnesses import HarnessAdapter, HarnessNotInstalledError, HarnessRun, get_harness
 from components.rollout.tasks import Task, TaskError, load_task
+
+__all__ = ["OUTCOME_FILE", "parse_rollout_id", "run_rollout", "verdict", "write_outcome"]
 
 OUTCOME_FILE = "outcome.json"
 API_KEY = "openforge-rollout"  # the proxy checks no key; harnesses insist on having one
 MODEL_NAME = "openforge-policy"  # the proxy sends its own served model name upstream
 PROXY_WAIT_S = 60.0
 FLUSH_TIMEOUT_S = 10.0
+RETRY_BACKOFF_S = 2.0  # before retry k: RETRY_BACKOFF_S * 2**(k-1), then wait for the engine
 _MAX_ANSWER_CHARS = 16_000
 _ROLLOUT_ID = re.compile(r"^(?P<task_id>[a-z0-9][a-z0-9-]*)-s(?P<sample>\d+)$")
 # The harness and verifier hold no storage or tracking credentials.
 _SECRET_PREFIXES = ("AWS_", "MLFLOW_", "OPENFORGE_")
-_PYTHON_CRASH = "Traceback (most recent call last)"
+# How a harness run ended, for the runner's next step.
+_ENDED, _FAILED, _FLOODED = "ended", "failed", "flooded"
 
 
 def parse_rollout_id(rollout_id: str) -> tuple[str, int]:
@@ -65,7 +73,7 @@ def run_rollout(
     """Run one rollout end to end and write ``out_dir/outcome.json``; never raises for rollout failures."""
     started = time.monotonic()
     task_id, sample_index = parse_rollout_id(rollout_id)
-    record = _Record(rollout_id=rollout_id, task_id=task_id, sample_index=sample_index, iteration=iteration)
+    record = Record(rollout_id=rollout_id, task_id=task_id, sample_index=sample_index, iteration=iteration)
     rollout = _Rollout(config, record, Path(task_dir), proxy_url.rstrip("/"), Path(trajectory), proxy_wait_s)
     try:
         rollout.run(adapter or get_harness(config.harness.name), started)
@@ -90,59 +98,11 @@ def write_outcome(outcome: Outcome, out_dir: Path) -> Path:
     return path
 
 
-@dataclass
-class _Record:
-    """The outcome as it is being filled in, step by step."""
-
-    rollout_id: str
-    task_id: str
-    sample_index: int
-    iteration: int
-    status: RolloutStatus = RolloutStatus.OK
-    reward: float | None = None
-    passed: bool | None = None
-    notes: list[str] = field(default_factory=list)
-    harness_exit_code: int | None = None
-    final_answer: str | None = None
-    num_calls: int = 0
-    verifier_output: str = ""
-    extra: dict = field(default_factory=dict)
-
-    def fail(self, status: RolloutStatus, note: str) -> None:
-        # The first failure decides the status; later notes only add context.
-        if self.status is RolloutStatus.OK:
-            self.status = status
-        self.notes.append(note)
-
-    def blame_infrastructure(self, note: str) -> None:
-        self.status = RolloutStatus.INFRA_ERROR
-        self.notes.append(note)
-
-    def outcome(self, duration_s: float) -> Outcome:
-        ok = self.status is RolloutStatus.OK
-        return Outcome(
-            rollout_id=self.rollout_id,
-            task_id=self.task_id,
-            sample_index=self.sample_index,
-            iteration=self.iteration,
-            status=self.status,
-            reward=self.reward if ok else None,
-            passed=self.passed if ok else None,
-            details="; ".join(self.notes),
-            harness_exit_code=self.harness_exit_code,
-            final_answer=self.final_answer,
-            num_calls=self.num_calls,
-            duration_s=duration_s,
-            verifier_output=self.verifier_output,
-            extra=self.extra,
-        )
-
-
 class _Rollout:
     def __init__(
         self,
         config: ExperimentConfig,
-        record: _Record,
+        record: Record,
         task_dir: Path,
         proxy_url: str,
         trajectory: Path,
@@ -160,21 +120,35 @@ class _Rollout:
         time_limit = task.time_limit_s or self.config.rollout.time_limit_s
         deadline = started + time_limit
         self.record.extra.update(harness=adapter.name, harness_version=adapter.version, time_limit_s=time_limit)
-        # An agent can leave files its cleanup cannot remove; that must not sink the outcome.
-        prefix = f"openforge-{self.record.rollout_id}-"
-        with (
-            tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp,
-            EgressSink() as sink,
-        ):
-            workspace, scratch = _prepare_dirs(task, Path(tmp))
-            env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
-            if self._wait_for_proxy(deadline):
-                if self._run_harness(adapter, task, workspace, scratch, env, deadline):
-                    self._run_verifier(task, workspace, scratch, env)
-                self._flush()
+        attempt = 0
+        with EgressSink() as sink:
+            while True:
+                self.record.extra["attempts"] = attempt + 1
+                self._attempt(adapter, task, attempt, deadline, sink)
+                if self.record.status is not RolloutStatus.INFRA_ERROR or attempt >= self.config.rollout.infra_retries:
+                    break
+                if not self._ready_for_retry(attempt + 1, deadline):
+                    break
+                self.record.retry(attempt)
+                attempt += 1
+            self._flush()
             # Refused, so harmless; recorded so a new harness release's phoning home shows.
             self.record.extra["egress_refused"] = [f"{a.method} {a.target}" for a in sink.attempts]
-        self._count_calls()
+        self._count_calls(attempt)
+
+    def _attempt(self, adapter: HarnessAdapter, task: Task, attempt: int, deadline: float, sink: EgressSink) -> None:
+        # An agent can leave files its cleanup cannot remove; that must not sink the outcome.
+        prefix = f"openforge-{self.record.rollout_id}-"
+        with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
+            workspace, scratch = _prepare_dirs(task, Path(tmp))
+            env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
+            if not self._wait_for_proxy(deadline):
+                return
+            ended = self._run_harness(adapter, task, attempt, workspace, scratch, env, deadline)
+            if ended == _ENDED:
+                self._run_verifier(task, workspace, scratch, env)
+            elif ended == _FAILED:
+                self._judge_failure(attempt)
 
     def _wait_for_proxy(self, deadline: float) -> bool:
         wait_s = min(self.proxy_wait_s, deadline - time.monotonic())
@@ -185,13 +159,37 @@ class _Rollout:
             self.record.fail(RolloutStatus.INFRA_ERROR, f"recording proxy not reachable: {exc}")
             return False
 
+    def _ready_for_retry(self, attempt: int, deadline: float) -> bool:
+        """Back off, then wait until the proxy reaches the engine; False (noted) when time runs out."""
+        delay = RETRY_BACKOFF_S * 2 ** (attempt - 1)
+        if time.monotonic() + delay >= deadline:
+            self.record.notes.append(f"not retried: no time left for attempt {attempt} within the time limit")
+            return False
+        time.sleep(delay)
+        problem = _wait_for_engine(self.proxy_url, deadline)
+        if problem is not None:
+            limit = self.record.extra["time_limit_s"]
+            self.record.notes.append(
+                f"not retried: the engine did not come back within the rollout's time limit of {limit:g}s ({problem})"
+            )
+            return False
+        return True
+
     def _run_harness(
-        self, adapter: HarnessAdapter, task: Task, workspace: Path, scratch: Path, env: dict[str, str], deadline: float
-    ) -> bool:
-        """Run the harness; True when it ended normally (a failure is recorded in the outcome)."""
+        self,
+        adapter: HarnessAdapter,
+        task: Task,
+        attempt: int,
+        workspace: Path,
+        scratch: Path,
+        env: dict[str, str],
+        deadline: float,
+    ) -> str:
+        """Run the harness; how it ended (a failure is recorded in the outcome)."""
+        route = f"{self.proxy_url}/s/{self.record.rollout_id}" + (f"/a/{attempt}" if attempt else "")
         run = HarnessRun(
             rollout_id=self.record.rollout_id,
-            base_url=f"{self.proxy_url}/s/{self.record.rollout_id}/v1",
+            base_url=f"{route}/v1",
             api_key=API_KEY,
             model=MODEL_NAME,
             prompt=task.prompt,
@@ -202,30 +200,60 @@ class _Rollout:
             time_limit_s=deadline - time.monotonic(),
         )
         command = adapter.command(run)
+        cap_mb = self.config.rollout.max_output_mb
         result = run_in_session(
             command.argv,
             cwd=workspace,
             env={**env, **command.env},
             timeout_s=deadline - time.monotonic(),
             log_prefix=scratch / "harness",
+            max_output_bytes=int(cap_mb * 2**20),
         )
         self.record.harness_exit_code = result.exit_code
         answer = adapter.final_answer(run, result.stdout())
         self.record.final_answer = None if answer is None else answer[:_MAX_ANSWER_CHARS]
+        if result.output_capped is not None:
+            self.record.fail(
+                RolloutStatus.HARNESS_ERROR,
+                f"harness {adapter.name} wrote more than {cap_mb:g} MB to its {result.output_capped} "
+                "(rollout.max_output_mb) and was killed",
+            )
+            return _FLOODED
         if result.timed_out:
             limit = self.record.extra["time_limit_s"]
             self.record.fail(RolloutStatus.TIMEOUT, f"the rollout ran past its time limit of {limit:g}s (killed)")
-            return False
+            return _FAILED
         if result.exit_code != 0:
             self.record.fail(
                 RolloutStatus.HARNESS_ERROR,
                 f"harness {adapter.name} exited with code {result.exit_code}: "
                 f"{tail(result.stderr(), 2000) or '<no stderr>'}",
             )
-            return False
-        return True
+            return _FAILED
+        return _ENDED
+
+    def _judge_failure(self, attempt: int) -> None:
+        """Blame the engine, the context or the agent for a failed harness run (see _failures.py)."""
+        try:
+            wait_healthy(f"{self.proxy_url}/health", 2.0)
+        except ServiceError as exc:
+            self.record.reclassify(RolloutStatus.INFRA_ERROR, f"the recording proxy stopped answering: {exc}")
+            return
+        self._flush()
+        calls = self._read_calls()
+        judged = blame(latest_attempt(calls or [], attempt))
+        if judged is not None:
+            self.record.reclassify(*judged)
 
     def _run_verifier(self, task: Task, workspace: Path, scratch: Path, env: dict[str, str]) -> None:
+        if not workspace.is_dir():
+            # The agent deleted (or replaced) its own workspace: its doing, so it is graded
+            # like any other result, by the verifier, in an empty workspace.
+            if workspace.is_symlink() or workspace.exists():
+                workspace.unlink()
+            workspace.mkdir(parents=True)
+            self.record.notes.append("the harness deleted its workspace; the verifier ran in an empty one")
+        scratch.mkdir(parents=True, exist_ok=True)
         answer_file = scratch / "final_answer.txt"
         answer_file.write_text(self.record.final_answer or "")
         result = run_in_session(
@@ -239,9 +267,14 @@ class _Rollout:
             },
             timeout_s=task.verifier.timeout_s,
             log_prefix=scratch / "verifier",
+            max_output_bytes=int(self.config.rollout.max_output_mb * 2**20),
         )
         stdout, stderr = result.stdout(), result.stderr()
         self.record.verifier_output = tail(f"{stdout}\n{stderr}", 2000)
+        if result.output_capped is not None:
+            limit = self.config.rollout.max_output_mb
+            self.record.fail(RolloutStatus.VERIFIER_ERROR, f"verifier wrote more than {limit:g} MB to its {result.output_capped}")
+            return
         if result.timed_out:
             limit = task.verifier.timeout_s
             self.record.fail(RolloutStatus.VERIFIER_ERROR, f"verifier ran past its timeout of {limit:g}s")
@@ -262,49 +295,48 @@ class _Rollout:
             # worth a note, not the rollout.
             self.record.notes.append(f"proxy flush failed: {exc}")
 
-    def _count_calls(self) -> None:
+    def _read_calls(self) -> list[RecordedCall] | None:
         try:
-            calls = read_session(self.trajectory)
+            return read_session(self.trajectory)
         except FileNotFoundError:
-            self.record.notes.append(f"no trajectory file at {self.trajectory} (no model call recorded)")
-            return
+            return None
         except (TrajectoryError, OSError) as exc:
             self.record.extra["trajectory_error"] = str(exc)
-            self.record.notes.append(f"trajectory unreadable: {exc}")
+            return None
+
+    def _count_calls(self, attempt: int) -> None:
+        self.record.extra.pop("trajectory_error", None)
+        calls = self._read_calls()
+        if calls is None:
+            if "trajectory_error" in self.record.extra:
+                self.record.notes.append(f"trajectory unreadable: {self.record.extra['trajectory_error']}")
+            else:
+                self.record.notes.append(f"no trajectory file at {self.trajectory} (no model call recorded)")
             return
-        self.record.num_calls = len(calls)
-        failed = [c for c in calls if c.upstream_status == 0 or c.upstream_status >= 500]
-        if failed and self.record.status is RolloutStatus.HARNESS_ERROR:
-            # A harness that gave up because the engine failed is not the agent's fault:
-            # training must not learn from it.
-            last = failed[-1]
-            self.record.blame_infrastructure(
-                f"{len(failed)} model call(s) failed upstream (last: HTTP {last.upstream_status}: {last.error})"
-            )
+        # Earlier attempts stay in the file, but the outcome speaks for the judged one.
+        self.record.num_calls = len(latest_attempt(calls, attempt))
+        if attempt:
+            self.record.extra["calls_all_attempts"] = len(calls)
 
 
-def verdict(exit_code: int | None, stdout: str, stderr: str = "") -> tuple[bool, float]:
-    """``(passed, reward)`` from a verifier's exit code and output; ValueError when it makes no sense."""
-    if exit_code not in (0, 1):
-        raise ValueError(f"verifier exited with code {exit_code}; it must exit 0 (passed) or 1 (failed)")
-    if exit_code == 1 and _PYTHON_CRASH in stderr:
-        # Python exits 1 on an uncaught exception: that is a broken verifier, not a failed rollout.
-        raise ValueError(f"verifier crashed: {tail(stderr, 500)}")
-    passed = exit_code == 0
-    lines = stdout.strip().splitlines()
-    last = lines[-1].strip() if lines else ""
-    if not last.startswith("{"):
-        return passed, 1.0 if passed else 0.0
-    try:
-        data = json.loads(last)
-    except json.JSONDecodeError:
-        return passed, 1.0 if passed else 0.0  # a brace-led line of plain output, not a verdict
-    if not isinstance(data, dict) or "reward" not in data:
-        return passed, 1.0 if passed else 0.0
-    reward = data["reward"]
-    if isinstance(reward, bool) or not isinstance(reward, (int, float)) or not math.isfinite(reward):
-        raise ValueError(f"verifier printed reward {reward!r}; it must be a finite number")
-    return passed, float(reward)
+def _wait_for_engine(proxy_url: str, deadline: float) -> str | None:
+    """Poll the proxy's upstream health until it answers 200; the last problem when time runs out."""
+    problem = "no answer yet"
+    while time.monotonic() < deadline:
+        try:
+            wait_s = min(5.0, max(deadline - time.monotonic(), 0.1))  # never overrun the deadline by much
+            with urllib.request.urlopen(f"{proxy_url}/health?upstream=1", timeout=wait_s) as resp:
+                if resp.status == 200:
+                    return None
+        except urllib.error.HTTPError as exc:
+            try:
+                problem = json.loads(exc.read()).get("error") or f"HTTP {exc.code}"
+            except ValueError:
+                problem = f"HTTP {exc.code}"
+        except (urllib.error.URLError, OSError) as exc:
+            problem = f"recording proxy not reachable: {exc}"
+        time.sleep(min(0.5, max(deadline - time.monotonic(), 0)))
+    return problem
 
 
 def _prepare_dirs(task: Task, root: Path) -> tuple[Path, Path]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from components.core.config import AlgorithmConfig
 from components.core.outcome import RewardRecord
 from components.core.trajectory import RecordedCall
+from components.trainer.capture_check import MISMATCH, Decode, flag_mismatches
 from components.trainer.rows import BatchError, Row, fit_row, merge_calls
 
 
@@ -32,7 +33,12 @@ class BatchStats(BaseModel):
     dropped_rows: int = 0  # prompt longer than algorithm.max_prompt_tokens
     truncated_rows: int = 0  # response cut to algorithm.max_response_tokens
     skipped_groups: int = 0  # all usable rewards equal: no signal
+    no_baseline_groups: int = 0  # one usable rollout left of several: no GRPO baseline, masked whole
     unusable_rollouts: int = 0
+    token_text_checked: int = 0  # plain-text calls whose ids were decoded and compared (capture_check.py)
+    token_text_skipped: int = 0  # calls with tool calls or reasoning: not comparable as text
+    token_text_mismatch: int = 0  # rollouts left out because their ids do not decode to their text
+    mismatches: dict[str, str] = {}  # rollout id -> the first mismatching call
 
     def metrics(self) -> dict[str, float]:
         return {
@@ -43,6 +49,11 @@ class BatchStats(BaseModel):
             "batch/dropped_rows": float(self.dropped_rows),
             "batch/truncated_rows": float(self.truncated_rows),
             "batch/skipped_groups": float(self.skipped_groups),
+            "batch/no_baseline_groups": float(self.no_baseline_groups),
+            "batch/unusable_rollouts": float(self.unusable_rollouts),
+            "batch/token_text_checked": float(self.token_text_checked),
+            "batch/token_text_skipped": float(self.token_text_skipped),
+            f"batch/unusable/{MISMATCH}": float(self.token_text_mismatch),
         }
 
 
@@ -54,9 +65,17 @@ def _groups_with_signal(records: Sequence[RewardRecord], stats: BatchStats) -> l
             by_group[record.group_id].append(record)
         else:
             stats.unusable_rollouts += 1
+    planned: dict[str, int] = defaultdict(int)
+    for record in records:
+        planned[record.group_id] += 1
     kept = []
-    for members in by_group.values():
-        # A lone rollout also lands here: veRL would give it mean 0, std 1, i.e. its raw reward.
+    for gid, members in by_group.items():
+        if len(members) == 1 and planned[gid] > 1:
+            # The others were masked (here or by scoring): no baseline to compare this one with.
+            stats.no_baseline_groups += 1
+            stats.unusable_rollouts += 1
+            continue
+        # A task sampled once lands here: veRL would give it mean 0, std 1, i.e. its raw reward.
         if len({m.reward for m in members}) == 1:
             stats.skipped_groups += 1
         else:
@@ -176,13 +195,20 @@ def build_batch(
     records: Sequence[RewardRecord],
     algorithm: AlgorithmConfig,
     pad_token_id: int = 0,
+    decode: Decode | None = None,
 ) -> tuple[object, BatchStats]:
     """The veRL DataProto of one iteration and its stats; zero rows when no group has signal.
 
     ``calls_by_rollout`` maps rollout ids to their recorded calls; only usable rollouts
-    of groups whose rewards differ need to be present.
+    of groups whose rewards differ need to be present. With ``decode`` (the policy's
+    tokenizer), rollouts whose token ids do not decode to their text are left out
+    (capture_check.py); without it that check is skipped (token_text_checked stays 0).
     """
     stats = BatchStats()
+    if decode is not None:
+        records, counts, problems = flag_mismatches(calls_by_rollout, records, decode)
+        stats.token_text_checked, stats.token_text_skipped = counts["checked"], counts["skipped"]
+        stats.token_text_mismatch, stats.mismatches = len(problems), problems
     trained = _groups_with_signal(records, stats)
     stats.rollouts = len(trained)
     advantages = rollout_advantages(trained, algorithm.norm_adv_by_std)

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from components.core.trajectory import RecordedCall
+from components.core.trajectory import RecordedCall, latest_attempt
 
 
 class BatchError(ValueError):
@@ -65,6 +65,9 @@ def check_temperature(rollout_id: str, call: RecordedCall, expected: float) -> N
 
 
 def _trainable(calls: Sequence[RecordedCall], counts: MergeCounts) -> list[RecordedCall]:
+    # Earlier attempts of a retried rollout ended on an infrastructure failure: kept in the
+    # file, never trained on (their conversation was abandoned, not continued).
+    calls = latest_attempt(calls)
     replaced = {call.tags["retry_of"] for call in calls if isinstance(call.tags.get("retry_of"), int)}
     kept = []
     for call in calls:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
+from typing import Mapping
 
 from components.core.config import ExperimentConfig
 from components.core.metrics import merge_metrics, read_metrics
@@ -19,14 +22,30 @@ from components.trainer.inputs import parse_rewards, store_trajectories
 _TRAIN_PREFIXES = ("train/", "batch/")
 
 
-def _check_usable(records: list[RewardRecord], min_fraction: float, origin: str) -> None:
+# What to do about each reason code scoring gives (components/reward/scoring.py).
+_FIXES = {
+    "infra_error": "check the engine and proxy logs (outcome extra.failed_attempts); raise rollout.infra_retries",
+    "verifier_error": "fix the task's verifier (outcome verifier_output)",
+    "group_no_baseline": "fix the reasons that masked the rest of those groups",
+    "token_text_mismatch": "the recorded token ids disagree with the text: check the proxy and engine versions",
+}
+_CAPTURE_FIX = "make sure the harness calls the recording proxy and the engine returns token ids and logprobs"
+
+
+def _check_usable(records: list[RewardRecord], min_fraction: float, origin: str, reasons: Mapping[str, int]) -> None:
     if not records:
         raise UpdateError(f"{origin} holds no reward records; did every rollout fail to start?")
     usable = sum(r.usable for r in records)
     if usable / len(records) < min_fraction:
+        if not reasons:  # a rewards.json from before reason codes: the statuses are the best summary
+            reasons = Counter(r.status.value for r in records if not r.usable)
+        summary = ", ".join(f"{code} x{count}" for code, count in sorted(reasons.items(), key=lambda kv: -kv[1]))
+        fixes = "; ".join(sorted({f"{code}: {_FIXES.get(code, _CAPTURE_FIX)}" for code in reasons}))
         raise UpdateError(
-            f"only {usable} of {len(records)} rollouts are usable (rollout.min_usable_fraction is "
-            f"{min_fraction}); see 'unusable' in {origin} for the reasons, fix them and rerun the iteration"
+            f"only {usable} of {len(records)} rollouts ({usable / len(records):.0%}) are usable, below "
+            f"rollout.min_usable_fraction {min_fraction:g}; unusable because: {summary or 'unknown'} "
+            f"(each rollout's reason: 'unusable' in {origin}). Fix: {fixes or 'see the reasons'}; then rerun "
+            "the iteration, or lower rollout.min_usable_fraction to train on what is left"
         )
 
 
@@ -44,8 +63,9 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
         done = read_metrics(store, layout.metrics(iteration))
         return {name: value for name, value in done.items() if name.startswith(_TRAIN_PREFIXES)}
     rewards_key = layout.rewards(iteration)
-    records = parse_rewards(store.get_bytes(rewards_key), f"{store.root}/{rewards_key}")
-    _check_usable(records, config.rollout.min_usable_fraction, rewards_key)
+    raw = store.get_bytes(rewards_key)
+    records = parse_rewards(raw, f"{store.root}/{rewards_key}")
+    _check_usable(records, config.rollout.min_usable_fraction, rewards_key, json.loads(raw).get("unusable_reasons") or {})
     with tempfile.TemporaryDirectory(prefix="openforge-train-") as tmp:
         work = Path(tmp)
         (work / "calls").mkdir()
@@ -56,10 +76,12 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
                 f"no committed checkpoint <= {iteration} under {store.root}/{layout.checkpoint(0)}: "
                 "the serve step commits the initial policy as version 0; run it first"
             )
-        data, stats = build_batch(calls, records, config.algorithm, _pad_token_id(work / "base"))
+        decode = _decoder(work / "base")
+        data, stats = build_batch(calls, records, config.algorithm, _pad_token_id(work / "base"), decode)
         data.save_to_disk(work / "batch.pt")
         store.put_bytes(layout.batch(iteration), (work / "batch.pt").read_bytes())
         metrics = stats.metrics()
+        metrics["batch/token_text_check_on"] = float(decode is not None)
         info = {"policy_version": str(version), "iteration": iteration, "parent_version": str(parent), "rows": stats.rows}
         if not len(data):
             next_dir = _unchanged(work / "base", work / "next", info)
@@ -83,6 +105,17 @@ def _pad_token_id(model_dir: Path) -> int:
 
     pad = AutoConfig.from_pretrained(model_dir).pad_token_id
     return pad if pad is not None else 0
+
+
+def _decoder(model_dir: Path):
+    """The policy tokenizer's decode for the token/text check; None (check off) without a usable tokenizer."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    return lambda ids, skip_special: tokenizer.decode(ids, skip_special_tokens=skip_special)
 
 
 def _unchanged(parent: Path, out: Path, info: dict) -> Path:

@@ -60,3 +60,12 @@ def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.name)
 def test_example_configs_validate(path: Path) -> None:
     assert load_config(path).name
+
+
+def test_reliability_limits_default_and_bounds(tmp_path: Path) -> None:
+    config = _load(tmp_path, "name: demo\ntasks: {source: x}\n")
+    assert (config.rollout.infra_retries, config.rollout.max_output_mb) == (2, 64.0)
+    for bad in ("{infra_retries: -1}", "{infra_retries: 99}", "{max_output_mb: 0}"):
+        field = bad.strip("{}").split(":")[0]
+        with pytest.raises(ConfigError, match=rf"rollout\.{field}"):
+            _load(tmp_path, f"name: demo\ntasks: {{source: x}}\nrollout: {bad}\n")

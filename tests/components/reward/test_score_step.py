@@ -76,9 +76,34 @@ def test_score_metrics_carry_the_contract_names(run):
     assert metrics["pass@1"] == pytest.approx((0.5 + 0.0) / 2)  # task b: one graded rollout, failed
     assert metrics["pass@k"] == 1.0 and metrics["pass^k"] == 0.0  # only task a has k=2 graded
     assert metrics["rollouts/ok"] == 2 and metrics["rollouts/timeout"] == 1 and metrics["rollouts/infra_error"] == 1
-    assert metrics["rollouts/usable"] == 3 and metrics["tokens/sampled"] == 9
+    # task b: its lost rollout leaves b-s0 with no baseline, so the whole group is masked
+    assert metrics["rollouts/usable"] == 2 and metrics["tokens/sampled"] == 9
     assert metrics["rollout_time_s/p50"] == 4.0
-    assert metrics["groups/skipped_equal"] == 1  # task b: one usable rollout left
+    assert metrics["groups/skipped_equal"] == 0 and metrics["groups/no_baseline"] == 1
+    assert metrics["unusable/infra_error"] == 1 and metrics["unusable/group_no_baseline"] == 1
+
+
+def test_only_the_judged_attempt_is_inspected(run, call):
+    config, store, layout = run
+    # a-s0 was retried: attempt 0's call lacks token ids, attempt 1 (the judged one) is fine.
+    from components.core.outcome import Outcome
+
+    outcome = Outcome.model_validate_json(store.get_bytes(layout.outcome(0, "a-s0")))
+    outcome.extra["attempts"] = 2
+    store.put_bytes(layout.outcome(0, "a-s0"), outcome.model_dump_json().encode())
+    lines = [
+        call(session="a-s0", index=0, prompt_token_ids=[]).model_dump_json(),
+        call(session="a-s0", index=1, tags={"attempt": 1}).model_dump_json(),
+    ]
+    store.put_bytes(layout.trajectory(0, "a-s0"), ("\n".join(lines) + "\n").encode())
+
+    report = score_iteration(config, 0, store)
+    assert "a-s0" not in report.unusable
+    outcome.extra["attempts"] = 3  # the judged attempt made no call at all
+    store.put_bytes(layout.outcome(0, "a-s0"), outcome.model_dump_json().encode())
+    report = score_iteration(config, 0, store)
+    assert report.unusable["a-s0"] == "the trajectory holds no recorded calls for attempt 2"
+    assert report.unusable_reasons["no_calls"] == 1
 
 
 def test_missing_plan_names_the_step_to_run(tmp_path):
@@ -95,7 +120,7 @@ def test_score_command_reads_the_config_from_the_environment(run, tmp_path):
     )
 
     assert result.exit_code == 0, result.output
-    assert "scored 4 rollouts (3 usable)" in result.output
+    assert "scored 4 rollouts (2 usable)" in result.output  # b-s0 has no baseline left
     assert store.exists(layout.rewards(0))
 
 

@@ -83,3 +83,36 @@ def test_task_stats_use_graded_rollouts_only(outcome):
     assert stats.pass_at_1 == pytest.approx(1 / 3)
     assert stats.pass_at_k == pytest.approx(2 / 3) and stats.pass_hat_k == 0.0
     assert too_few.pass_at_k is None and too_few.pass_hat_k is None
+
+
+def test_context_overflow_is_graded_like_a_timeout(outcome):
+    records, reasons = _score([outcome("t-s0", "context_overflow"), outcome("t-s1", passed=True)])
+
+    assert (records["t-s0"].reward, records["t-s0"].usable) == (0.0, True) and reasons == {}
+
+
+def test_a_group_left_with_one_usable_rollout_is_masked_whole_and_counted(outcome):
+    codes = {}
+    records, reasons = score_outcomes(
+        [outcome("a-s0", passed=True), outcome("a-s1", "infra_error"), outcome("a-s2", "verifier_error"),
+         outcome("b-s0", passed=True), outcome("b-s1", passed=False),
+         outcome("c-s0", passed=True)],  # a task sampled once: never a comparison, left alone
+        {rid: GOOD for rid in ("a-s0", "a-s1", "a-s2", "b-s0", "b-s1", "c-s0")},
+        iteration=0,
+        codes=codes,
+    )  # fmt: skip
+    by_id = {r.rollout_id: r for r in records}
+
+    assert not by_id["a-s0"].usable and "no GRPO baseline" in reasons["a-s0"]
+    assert by_id["b-s0"].usable and by_id["b-s1"].usable and by_id["c-s0"].usable
+    assert codes == {"a-s0": "group_no_baseline", "a-s1": "infra_error", "a-s2": "verifier_error"}
+    groups = {g.task_id: g for g in group_stats(records)}
+    assert groups["a"].no_baseline and not groups["b"].no_baseline and not groups["c"].no_baseline
+
+
+def test_capture_reasons_have_codes(call):
+    assert inspect_capture(None).reason == "no_trajectory"
+    assert inspect_capture([]).reason == "no_calls"
+    assert inspect_capture([call(prompt_token_ids=[])]).reason == "missing_token_ids"
+    assert inspect_capture([call(completion_logprobs=[])]).reason == "missing_logprobs"
+    assert inspect_capture(None, read_error="bad").reason == "trajectory_unreadable"

@@ -47,10 +47,13 @@ class FakeOpenAI:
     turns: list[Turn]
     record_dir: Path | None = None
     fail_status: int | None = None  # answer every chat call with this HTTP error
+    fail_calls: int | None = None  # with fail_status: only this many chat calls fail, then it recovers
+    fail_message: str = "scripted failure"
     delay_s: float = 0.0  # wait this long before answering a chat call
     url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)  # session id of each call ("" without /s/<id>/)
+    attempts: list[int] = field(default_factory=list)  # the runner's attempt of each call (0 without /a/<k>/)
     flushes: list[str] = field(default_factory=list)
     _counts: dict[str, int] = field(default_factory=dict)
 
@@ -61,6 +64,7 @@ class FakeOpenAI:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/s/{session}/v1/chat/completions", self._chat)
+        app.router.add_post("/s/{session}/a/{attempt}/v1/chat/completions", self._chat)
         app.router.add_get("/health", self._health)
         app.router.add_post("/flush", self._flush)
         return app
@@ -79,10 +83,14 @@ class FakeOpenAI:
         self.requests.append(body)
         self.sessions.append(session)
         await asyncio.sleep(self.delay_s)
-        if self.fail_status is not None:
-            error = {"message": "scripted failure", "type": "server_error", "param": None, "code": None}
+        attempt = int(request.match_info.get("attempt", 0))
+        self.attempts.append(attempt)
+        if self.fail_status is not None and self.fail_calls != 0:
+            if self.fail_calls is not None:
+                self.fail_calls -= 1
+            error = {"message": self.fail_message, "type": "server_error", "param": None, "code": None}
             if self.record_dir is not None and session:
-                self._record(session, body, None, status=self.fail_status)
+                self._record(session, body, None, status=self.fail_status, attempt=attempt)
             return web.json_response({"error": error}, status=self.fail_status)
         index = sum(1 for m in body["messages"] if m.get("role") == "assistant")
         turn = self.turns[min(index, len(self.turns) - 1)]
@@ -101,10 +109,12 @@ class FakeOpenAI:
             "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
         }
         if self.record_dir is not None and session:
-            self._record(session, body, response)
+            self._record(session, body, response, attempt=attempt)
         return web.json_response(response)
 
-    def _record(self, session: str, body: dict[str, Any], response: dict[str, Any] | None, status: int = 200) -> None:
+    def _record(
+        self, session: str, body: dict[str, Any], response: dict[str, Any] | None, status: int = 200, attempt: int = 0
+    ) -> None:
         call_index = self._counts.get(session, 0)
         ok = status == 200
         call = RecordedCall(
@@ -119,7 +129,8 @@ class FakeOpenAI:
             started_at=time.time(),
             latency_ms=0.0,
             upstream_status=status,
-            error=None if ok else f"upstream answered HTTP {status}",
+            error=None if ok else f"upstream answered HTTP {status}: {self.fail_message}",
+            tags={"attempt": attempt} if attempt else {},
         )
         with (self.record_dir / f"{session}.jsonl").open("a") as fh:
             fh.write(call.model_dump_json() + "\n")

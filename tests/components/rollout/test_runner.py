@@ -154,7 +154,7 @@ def test_harness_giving_up_on_a_failing_engine_is_infra_error(
     (tmp_path / "trajectories").mkdir()
     fake = fake_openai([Turn(content="never")], fail_status=status, record_dir=tmp_path / "trajectories")
 
-    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", fake.url, tmp_path)
+    outcome = _rollout(rollout_config(rollout={"infra_retries": 0}), EXAMPLES / "write-hello", fake.url, tmp_path)
 
     assert outcome.status is expected, outcome.details
     assert outcome.harness_exit_code == 2 and outcome.num_calls == len(fake.requests) >= 1
@@ -190,7 +190,7 @@ def test_proxy_down_is_infra_error(rollout_config, make_task, tmp_path: Path) ->
     harness = PythonHarness(f"open({str(marker)!r}, 'w')")
 
     outcome = _rollout(
-        rollout_config(), make_task("offline"), f"http://127.0.0.1:{free_port()}", tmp_path,
+        rollout_config(rollout={"infra_retries": 0}), make_task("offline"), f"http://127.0.0.1:{free_port()}", tmp_path,
         adapter=harness, proxy_wait_s=0.5,
     )  # fmt: skip
 

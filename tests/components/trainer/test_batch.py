@@ -130,3 +130,20 @@ def test_batch_build_cli_writes_a_file_dataproto_loads(tmp_path, two_turn_group)
     assert len(loaded) == 2
     assert loaded.batch["response_mask"].tolist()[0] == [1, 1, 0, 0, 1, 1, 1]
     assert list(loaded.non_tensor_batch["uid"]) == ["it0-t", "it0-t"]
+
+
+def test_group_with_one_usable_rollout_left_is_masked_whole_and_counted(call, record):
+    calls = {rid: [call(0, [1, 2], [3], session=rid)] for rid in ("a-s0", "b-s0", "b-s1", "c-s0")}
+    records = [
+        record("a-s0", 1.0, task="a"),
+        record("a-s1", 0.0, task="a", usable=False),  # masked: a-s0 has no baseline left
+        record("b-s0", 1.0, task="b"),
+        record("b-s1", 0.0, task="b"),
+        record("c-s0", 1.0, task="c"),  # sampled once: no signal, as before
+    ]
+
+    data, stats = build_batch(calls, records, AlgorithmConfig())
+
+    assert list(data.non_tensor_batch["rollout_id"]) == ["b-s0", "b-s1"]
+    assert stats.no_baseline_groups == 1 and stats.skipped_groups == 1
+    assert stats.metrics()["batch/no_baseline_groups"] == 1 and stats.unusable_rollouts == 2

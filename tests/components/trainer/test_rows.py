@@ -80,3 +80,18 @@ def test_fit_row_drops_long_prompts_and_truncates_to_a_sampled_last_token():
     assert fit_row(row, max_prompt_tokens=3, max_response_tokens=5) == (row, False)
     cut, truncated = fit_row(row, max_prompt_tokens=3, max_response_tokens=4)
     assert truncated and cut.response == [4, 5] and cut.response_mask == [1, 1]
+
+
+def test_only_the_latest_attempt_is_merged(call):
+    from components.trainer.rows import merge_calls
+
+    calls = [
+        call(0, [1, 2], [3]),  # attempt 0: the engine failed after this call
+        call(1, [1, 2, 3, 9], [], upstream_status=502, error="bad gateway"),
+        call(2, [1, 2], [4], tags={"attempt": 1}),
+        call(3, [1, 2, 4, 9], [5], tags={"attempt": 1}),
+    ]
+
+    rows, counts = merge_calls("t-s0", calls, temperature=1.0)
+
+    assert [r.tokens() for r in rows] == [[1, 2, 4, 9, 5]] and counts.breaks == 0

@@ -83,9 +83,28 @@ def test_too_few_usable_rollouts_stop_the_step_with_the_reason(run):
         record["usable"] = False
     store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
 
-    with pytest.raises(UpdateError, match="min_usable_fraction"):
+    with pytest.raises(UpdateError, match="min_usable_fraction") as caught:
         train_iteration(config, 0, store)
     assert not store.exists(layout.checkpoint_marker(1))
+    message = str(caught.value)
+    assert "only 0 of 2 rollouts (0%) are usable, below rollout.min_usable_fraction 0.5" in message
+    assert "ok x2" in message and "Fix:" in message  # no reason codes: the statuses summarise
+
+
+def test_usable_share_stop_names_the_reasons_and_their_fixes(run):
+    config, store, layout = run
+    rewards = json.loads(store.get_bytes(layout.rewards(0)))
+    for record in rewards["records"]:
+        record["usable"] = False
+    rewards["unusable_reasons"] = {"infra_error": 1, "group_no_baseline": 1}
+    store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
+
+    with pytest.raises(UpdateError) as caught:
+        train_iteration(config, 0, store)
+
+    message = str(caught.value)
+    assert "infra_error x1" in message and "group_no_baseline x1" in message
+    assert "rollout.infra_retries" in message and "lower rollout.min_usable_fraction" in message
 
 
 def test_next_iteration_trains_from_the_checkpoint_the_previous_one_committed(run, two_turn_group):
