@@ -14,6 +14,7 @@ from typing import Mapping
 
 from components.proxy.errors import ProxyError
 
+SECRET_ENV = "OPENFORGE_PROXY_SECRET"  # read by `openforge proxy` and by the rollout runner
 TOKEN_PREFIX = "ofs1-"  # the version: a new derivation gets a new prefix, old tokens fail cleanly
 _KEY_HEADERS = ("x-api-key", "api-key")  # Anthropic SDK; Azure-style OpenAI clients
 _MAX_CACHED = 4096

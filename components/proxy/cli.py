@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-SECRET_ENV = "OPENFORGE_PROXY_SECRET"
+SECRET_ENV = "OPENFORGE_PROXY_SECRET"  # same as components.proxy.auth.SECRET_ENV (kept import-free: --help)
 UPSTREAM_KEY_ENV = "OPENFORGE_UPSTREAM_API_KEY"
 
 

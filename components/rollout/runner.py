@@ -27,6 +27,7 @@ from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
+from components.proxy.auth import SECRET_ENV, session_token
 from components.rollout._failures import blame, verdict
 from components.rollout._process import run_in_session, tail
 from components.rollout._record import Record
@@ -37,7 +38,7 @@ from components.rollout.tasks import Task, TaskError, load_task
 __all__ = ["OUTCOME_FILE", "parse_rollout_id", "run_rollout", "verdict", "write_outcome"]
 
 OUTCOME_FILE = "outcome.json"
-API_KEY = "openforge-rollout"  # the proxy checks no key; harnesses insist on having one
+API_KEY = "openforge-rollout"  # what harnesses send when the proxy checks no key (they insist on one)
 MODEL_NAME = "openforge-policy"  # the proxy sends its own served model name upstream
 PROXY_WAIT_S = 60.0
 FLUSH_TIMEOUT_S = 10.0
@@ -111,6 +112,7 @@ class _Rollout:
         self.config, self.record = config, record
         self.task_dir, self.proxy_url, self.trajectory = task_dir, proxy_url, trajectory
         self.proxy_wait_s = proxy_wait_s
+        self.api_key = _harness_api_key(record.rollout_id)
 
     def run(self, adapter: HarnessAdapter, started: float) -> None:
         adapter.require_installed()
@@ -154,10 +156,18 @@ class _Rollout:
         wait_s = min(self.proxy_wait_s, deadline - time.monotonic())
         try:
             wait_healthy(f"{self.proxy_url}/health", max(wait_s, 0.1))
-            return True
         except ServiceError as exc:
             self.record.fail(RolloutStatus.INFRA_ERROR, f"recording proxy not reachable: {exc}")
             return False
+        if self.api_key == API_KEY and _proxy_requires_tokens(self.proxy_url):
+            # Every call would be refused: a set-up mistake, not a failure of the agent's to train on.
+            self.record.fail(
+                RolloutStatus.INFRA_ERROR,
+                f"the proxy at {self.proxy_url} requires per-session tokens but the runner has no secret: "
+                f"give the rollout step the proxy's secret in {SECRET_ENV}",
+            )
+            return False
+        return True
 
     def _ready_for_retry(self, attempt: int, deadline: float) -> bool:
         """Back off, then wait until the proxy reaches the engine; False (noted) when time runs out."""
@@ -190,7 +200,7 @@ class _Rollout:
         run = HarnessRun(
             rollout_id=self.record.rollout_id,
             base_url=f"{route}/v1",
-            api_key=API_KEY,
+            api_key=self.api_key,
             model=MODEL_NAME,
             prompt=task.prompt,
             workspace=workspace,
@@ -287,7 +297,8 @@ class _Rollout:
     def _flush(self) -> None:
         url = f"{self.proxy_url}/flush?session={self.record.rollout_id}"
         try:
-            with urllib.request.urlopen(urllib.request.Request(url, method="POST"), timeout=FLUSH_TIMEOUT_S) as resp:
+            request = urllib.request.Request(url, method="POST", headers={"Authorization": f"Bearer {self.api_key}"})
+            with urllib.request.urlopen(request, timeout=FLUSH_TIMEOUT_S) as resp:
                 counts = json.loads(resp.read()).get("sessions", {})
             self.record.extra["proxy_calls"] = counts.get(self.record.rollout_id)
         except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -317,6 +328,24 @@ class _Rollout:
         self.record.num_calls = len(latest_attempt(calls, attempt))
         if attempt:
             self.record.extra["calls_all_attempts"] = len(calls)
+
+
+def _harness_api_key(rollout_id: str) -> str:
+    """The key the harness sends: its session's token when the proxy requires one (docs/proxy.md).
+
+    The runner holds the secret; the harness gets only the token, which opens this
+    rollout's session and no other (the secret's variable is stripped from its env).
+    """
+    secret = os.environ.get(SECRET_ENV, "").strip()
+    return session_token(secret.encode(), rollout_id) if secret else API_KEY
+
+
+def _proxy_requires_tokens(proxy_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{proxy_url}/health", timeout=FLUSH_TIMEOUT_S) as resp:
+            return bool(json.loads(resp.read()).get("session_tokens_required"))
+    except (urllib.error.URLError, OSError, ValueError, AttributeError):
+        return False  # an older or unusual proxy: the harness's calls will say what is wrong
 
 
 def _wait_for_engine(proxy_url: str, deadline: float) -> str | None:

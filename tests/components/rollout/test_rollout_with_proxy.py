@@ -58,3 +58,46 @@ def test_reference_harness_rollout_through_the_recording_proxy(
     # The second call carries the tool's output: the harness ran the command in its workspace.
     tool_message = calls[1].request["messages"][-1]
     assert tool_message["role"] == "tool" and tool_message["content"].startswith("[exit code 0]")
+
+
+SECRET = "a-test-secret-of-at-least-16-bytes"
+
+
+@pytest.fixture
+def token_proxy(make_dev_engine, tmp_path: Path):
+    """A proxy that requires per-session tokens (the secret through its environment)."""
+    engine = make_dev_engine({"turns": [{"content": "done"}]})
+    port = free_port()
+    argv = openforge_argv("proxy", "--upstream", engine.url, "--out", str(tmp_path / "shared"), "--port", str(port))
+    env = {"PYTHONPATH": str(REPO), "OPENFORGE_PROXY_SECRET": SECRET}
+    with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env=env) as proxy:
+        yield proxy
+
+
+@pytest.mark.parametrize("runner_has_secret", [True, False])
+def test_runner_gives_the_harness_its_session_token_when_the_proxy_requires_one(
+    token_proxy, rollout_config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, runner_has_secret: bool
+) -> None:
+    if runner_has_secret:
+        monkeypatch.setenv("OPENFORGE_PROXY_SECRET", SECRET)
+    else:
+        monkeypatch.delenv("OPENFORGE_PROXY_SECRET", raising=False)
+    trajectory = tmp_path / "shared" / "say-yes-s0.jsonl"
+
+    outcome = run_rollout(
+        rollout_config(rollout={"infra_retries": 0}),
+        iteration=0,
+        rollout_id="say-yes-s0",
+        task_dir=EXAMPLES / "say-yes",
+        proxy_url=token_proxy.url,
+        trajectory=trajectory,
+        out_dir=tmp_path / "out",
+    )
+
+    if runner_has_secret:
+        assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n{token_proxy.log_tail()}"
+        assert outcome.num_calls == 1 and outcome.extra["proxy_calls"] == 1  # the flush carried the token too
+    else:  # a set-up mistake, caught before the harness runs: not a failure to train on
+        assert outcome.status is RolloutStatus.INFRA_ERROR
+        assert "requires per-session tokens" in outcome.details and "OPENFORGE_PROXY_SECRET" in outcome.details
+        assert not trajectory.exists()
