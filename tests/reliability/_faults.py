@@ -9,6 +9,7 @@ a directory tree. Every server listens on 127.0.0.1 on a port the OS picked.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -17,7 +18,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from aiohttp import web
 
@@ -165,6 +166,47 @@ def _dechunk(data: bytes) -> bytes:
             return b"".join(out)
         out.append(data[end + 2 : end + 2 + size])
         pos = end + 2 + size + 2
+
+
+@dataclass
+class Sandbox:
+    """A proxy subprocess whose working directory and ``--out`` sit three folders below ``root``."""
+
+    proxy: Service
+    root: Path
+    out: Path
+    before: set[str]  # tree(root) once the proxy was up
+
+    @property
+    def port(self) -> int:
+        return int(self.proxy.url.rsplit(":", 1)[1])
+
+    def request(self, method: bytes, target: bytes, headers: list[tuple[bytes, bytes]], body: bytes) -> RawResponse:
+        return raw_request(self.port, method, target, headers, body)
+
+    def created_outside_out(self) -> list[str]:
+        """Paths that appeared under ``root`` other than session files directly in ``out``."""
+        out = str(self.out.relative_to(self.root))
+        created = tree(self.root) - self.before
+        return sorted(p for p in created if p != out and not (p.startswith(out + "/") and p.count("/") == out.count("/") + 1
+                                                             and p.endswith(".jsonl")))
+
+
+@contextlib.contextmanager
+def sandboxed_proxy(root: Path, upstream: web.Application) -> Iterator[Sandbox]:
+    """A proxy over ``upstream`` (served in-process) that can be checked for strays: a path that
+    climbs out of ``out`` (``../../x``) still lands below ``root``, where ``tree`` sees it."""
+    cwd = root / "a" / "b" / "cwd"
+    cwd.mkdir(parents=True)
+    engine = BackgroundServer(upstream)
+    try:
+        proxy = start_proxy_process(engine.url, cwd / "out", root / "logs", cwd=cwd)
+        try:
+            yield Sandbox(proxy, root, cwd / "out", tree(root))
+        finally:
+            proxy.stop()
+    finally:
+        engine.close()
 
 
 def tree(root: Path) -> set[str]:

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.proxy.fast_upstream import build_app
-from tests.reliability._faults import BackgroundServer, RawResponse, file_modes, raw_request, read_out_dir, start_proxy_process, tree
+from tests.reliability._faults import RawResponse, Sandbox, file_modes, read_out_dir, sandboxed_proxy
 
 # docs/proxy.md#sessions, written out here rather than imported: the test judges the proxy's rule.
 SAFE_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
@@ -61,27 +61,12 @@ IDS = st.sampled_from(["../../etc/passwd", "..", ".hidden", "a/b", "a\\b", "\x00
 
 
 @pytest.fixture(scope="module")
-def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path, set[str]]]:
-    """A proxy whose working directory sits three folders deep in a snapshot root: a path
-    that climbs out of ``out`` (``../../x``) would still land where the snapshot sees it."""
-    root = tmp_path_factory.mktemp("fuzz")
-    cwd = root / "a" / "b" / "cwd"
-    cwd.mkdir(parents=True)
-    upstream = BackgroundServer(build_app(16, 4))
-    proxy = start_proxy_process(upstream.url, cwd / "out", root / "logs", cwd=cwd)
-    before = tree(root)
-    try:
-        yield proxy, root, before
-    finally:
-        proxy.stop()
-        upstream.close()
+def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    with sandboxed_proxy(tmp_path_factory.mktemp("fuzz"), build_app(16, 4)) as box:
+        yield box
 
 
-def _port(proxy: Any) -> int:
-    return int(proxy.url.rsplit(":", 1)[1])
-
-
-def _check(proxy: Any, method: bytes, path: str, resp: RawResponse) -> None:
+def _check(box: Sandbox, method: bytes, path: str, resp: RawResponse) -> None:
     """What every answer must be, whatever was asked."""
     assert resp.status < 500, f"{method!r} {path}: the proxy answered {resp.status}: {resp.body[:300]!r}"
     if 400 <= resp.status and method != b"HEAD":  # a HEAD answer has no body, by HTTP's rule
@@ -89,8 +74,8 @@ def _check(proxy: Any, method: bytes, path: str, resp: RawResponse) -> None:
         error = orjson.loads(resp.body)
         message = error["error"]["message"]  # OpenAI's shape and Anthropic's both nest it under "error"
         assert isinstance(message, str) and message.strip(), resp.body
-    health = raw_request(_port(proxy), b"GET", b"/health", [], b"")
-    assert proxy.process.poll() is None and health.status == 200 and orjson.loads(health.body)["ok"] is True
+    health = box.request(b"GET", b"/health", [], b"")
+    assert box.proxy.process.poll() is None and health.status == 200 and orjson.loads(health.body)["ok"] is True
 
 
 @st.composite
@@ -142,11 +127,10 @@ CONTENT_TYPES = st.sampled_from([b"application/json", b"text/plain", b"applicati
 @given(request=mutated_bodies() | st.tuples(st.sampled_from(sorted(BASES)), RAW_BODIES), content_type=CONTENT_TYPES,
        in_session=st.booleans())
 def test_fuzzed_bodies_get_json_errors_and_never_a_5xx(sandbox, request, content_type, in_session) -> None:
-    proxy, _, _ = sandbox
     path, body = request
     target = ("/s/fuzz-bodies" if in_session else "") + path
-    resp = raw_request(_port(proxy), b"POST", target.encode(), [(b"Content-Type", content_type)], body)
-    _check(proxy, b"POST", target, resp)
+    resp = sandbox.request(b"POST", target.encode(), [(b"Content-Type", content_type)], body)
+    _check(sandbox, b"POST", target, resp)
     if resp.status == 200 and resp.headers.get("content-type", "").startswith("text/event-stream"):
         assert STREAM_ENDS[path] in resp.body, f"a stream the engine finished ended in error: {resp.body[-300:]!r}"
     elif resp.status == 200:
@@ -173,14 +157,13 @@ SESSION_HEADERS = [b"session-id", b"X-Claude-Code-Session-Id", b"traceparent"]
          "ff-zz-zz-zz", "../../etc/passwd"])), max_size=3),
 )
 def test_fuzzed_routes_methods_and_session_ids_are_refused_cleanly(sandbox, method, route, headers) -> None:
-    proxy, _, _ = sandbox
     kind, session_id, target = route
     body = orjson.dumps(BASES["/v1/chat/completions"]) if method == b"POST" else b""
     hdrs = JSON + [(name, value.strip().encode("latin-1")) for name, value in headers]
-    resp = raw_request(_port(proxy), method, target.encode(), hdrs, body)
-    _check(proxy, method, target, resp)
+    resp = sandbox.request(method, target.encode(), hdrs, body)
+    _check(sandbox, method, target, resp)
     if kind == "path-id" and resp.status == 200:  # a safe id names its file as it is
-        assert (sandbox[1] / "a/b/cwd/out" / f"{session_id}.jsonl").is_file()
+        assert (sandbox.out / f"{session_id}.jsonl").is_file()
     if kind in ("path-id", "flush") and method == b"POST" and not SAFE_ID.fullmatch(session_id):
         assert resp.status in (400, 404), f"unsafe session id {session_id!r} accepted: {resp.status}"
         if resp.status == 400:
@@ -197,9 +180,8 @@ DEEP_SPOT = b'"@deep@"'
                    "levels deep, which orjson.loads accepted; the proxy answers 500 instead of a 400")
 @pytest.mark.parametrize("path", sorted(BASES))
 def test_json_nested_past_what_orjson_can_write_is_refused_with_400(sandbox, path) -> None:
-    proxy, _, _ = sandbox
     deep = orjson.dumps({**BASES[path], "metadata": "@deep@"}).replace(DEEP_SPOT, b"[" * 300 + b"]" * 300)
-    resp = raw_request(_port(proxy), b"POST", path.encode(), JSON, deep)
+    resp = sandbox.request(b"POST", path.encode(), JSON, deep)
     assert resp.status == 400, resp.body[:200]
 
 
@@ -216,30 +198,25 @@ MALFORMED = st.one_of(
 @settings(FUZZ, max_examples=100)
 @given(request=MALFORMED)
 def test_malformed_http_is_refused_without_harm(sandbox, request) -> None:
-    proxy, _, _ = sandbox
     method, target, headers = request
-    resp = raw_request(_port(proxy), method, target, JSON + headers, b"{}")
+    resp = sandbox.request(method, target, JSON + headers, b"{}")
     assert resp.status < 500
-    assert proxy.process.poll() is None and raw_request(_port(proxy), b"GET", b"/health", [], b"").status == 200
+    assert sandbox.proxy.process.poll() is None and sandbox.request(b"GET", b"/health", [], b"").status == 200
 
 
 @pytest.mark.xfail(strict=True, reason="components/proxy: a request aiohttp's HTTP parser refuses (bad method, bytes "
                    "outside the URL alphabet, NUL in a header) is answered 400 text/plain by aiohttp itself, not with "
                    "the JSON error docs/proxy.md#errors promises for every error")
 def test_malformed_http_errors_are_json(sandbox) -> None:
-    proxy, _, _ = sandbox
-    resp = raw_request(_port(proxy), b"POST", b"/s/\xff/v1/chat/completions", JSON, b"{}")
+    resp = sandbox.request(b"POST", b"/s/\xff/v1/chat/completions", JSON, b"{}")
     assert resp.status == 400 and resp.headers.get("content-type", "").startswith("application/json")
 
 
-def test_after_the_fuzzing_every_file_is_intact_and_inside_out(sandbox) -> None:
-    proxy, root, before = sandbox
-    created = tree(root) - before
-    out = "a/b/cwd/out"
-    strays = sorted(p for p in created if p != out and not (p.startswith(out + "/") and p.endswith(".jsonl")))
+def test_after_the_fuzzing_every_file_is_intact_and_inside_out(sandbox: Sandbox) -> None:
+    strays = sandbox.created_outside_out()
     assert not strays, f"the proxy created paths outside its output directory: {strays[:10]}"
-    files = sorted((root / out).iterdir())
+    files = sorted(sandbox.out.iterdir())
     assert files and all(path.is_file() and not path.is_symlink() and SAFE_ID.fullmatch(path.stem) for path in files)
-    assert set(file_modes(root / out).values()) == {0o600}
-    sessions = read_out_dir(root / out)  # every record valid, call_index contiguous
+    assert set(file_modes(sandbox.out).values()) == {0o600}
+    sessions = read_out_dir(sandbox.out)  # every record valid, call_index contiguous
     assert sum(len(calls) for calls in sessions.values()) > 0
