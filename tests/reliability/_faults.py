@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import stat
@@ -92,26 +93,31 @@ class BackgroundServer:
         self._thread.close()
 
 
-def slow_upstream(chunk_delay_s: float, answer_delay_s: float) -> web.Application:
+def slow_upstream(chunk_delay_s: float, answer_delay_s: float, seed: int = 0) -> web.Application:
     """A vLLM-shaped engine (fast_upstream's answers) that takes its time.
 
-    Streams pause ``chunk_delay_s`` between events, so a kill lands mid-stream; plain
-    answers come after ``answer_delay_s``. It never fails: every fault is the test's own.
+    Streams pause about ``chunk_delay_s`` between events, so a kill lands mid-stream; plain
+    answers come after about ``answer_delay_s``. Each call's pace is drawn from +-50% around
+    those values (seeded): calls started together then end at scattered moments, so a kill finds
+    some call at every phase, its very last bytes included. It never fails: every fault is
+    the test's own.
     """
+    rng = random.Random(seed)
     body = full_body(16, COMPLETION_TOKENS)
     head, tail = stream_events(16, COMPLETION_TOKENS)
     events = [event + b"\n\n" for event in head.split(b"\n\n") if event]
 
     async def chat(request: web.Request) -> web.StreamResponse:
         payload = await request.json()
+        pace = rng.uniform(0.5, 1.5)  # per call: whole calls are shorter or longer
         if not payload.get("stream"):
-            await asyncio.sleep(answer_delay_s)
+            await asyncio.sleep(answer_delay_s * pace)
             return web.Response(body=body, content_type="application/json")
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
         for event in events:
             await resp.write(event)
-            await asyncio.sleep(chunk_delay_s)
+            await asyncio.sleep(chunk_delay_s * pace)
         await resp.write(tail if (payload.get("stream_options") or {}).get("include_usage") else b"data: [DONE]\n\n")
         await resp.write_eof()
         return resp

@@ -56,6 +56,8 @@ class _Load:
 
 async def _client(load: _Load, http: aiohttp.ClientSession, index: int) -> None:
     session = f"c{index:02d}"
+    rng = random.Random(SEED + index)
+    await asyncio.sleep(rng.uniform(0, 0.3))  # clients out of step from the start
     for n in range(10**6):
         if load.stop.is_set():
             return
@@ -79,7 +81,7 @@ async def _client(load: _Load, http: aiohttp.ClientSession, index: int) -> None:
         )
         load.seen.append(Seen(session, marker, stream, complete, partial=stream and bool(received) and not complete))
         if not complete:
-            await asyncio.sleep(0.05)  # the proxy is down or restarting: try again shortly
+            await asyncio.sleep(rng.uniform(0.02, 0.2))  # the proxy is down or restarting: try again shortly
 
 
 def _is_completion(data: bytes) -> bool:
