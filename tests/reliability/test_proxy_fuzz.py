@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.proxy.fast_upstream import build_app
@@ -60,6 +60,22 @@ HOSTILE = st.recursive(
 IDS = st.sampled_from(["../../etc/passwd", "..", ".hidden", "a/b", "a\\b", "\x00", "x" * 129, "ok-id", "é", " "]) | SHORT_TEXT
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _same_inputs_whatever_ran_before() -> Iterator[None]:
+    """Hypothesis mixes constants read from the source of every local module imported so far
+    into what it draws (hypothesis.internal.conjecture.providers), so a derandomized test
+    would draw other requests alone than after other test files. Without them the 1,000
+    requests depend on this file only. Internal API: if it moves, setattr fails loudly."""
+    from hypothesis.internal.conjecture import providers
+
+    patch = pytest.MonkeyPatch()
+    patch.setattr(providers, "_get_local_constants", providers.Constants)
+    providers.CONSTANTS_CACHE.cache.clear()  # values chosen with the constants seen so far
+    yield
+    patch.undo()
+    providers.CONSTANTS_CACHE.cache.clear()
+
+
 @pytest.fixture(scope="module")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     with sandboxed_proxy(tmp_path_factory.mktemp("fuzz"), build_app(16, 4)) as box:
@@ -76,6 +92,14 @@ def _check(box: Sandbox, method: bytes, path: str, resp: RawResponse) -> None:
         assert isinstance(message, str) and message.strip(), resp.body
     health = box.request(b"GET", b"/health", [], b"")
     assert box.proxy.process.poll() is None and health.status == 200 and orjson.loads(health.body)["ok"] is True
+
+
+def _known_bug(path: str, body: Any) -> bool:
+    """A request that hits a bug pinned by a strict xfail below: left out of the fuzzing so
+    that the rest of it still runs (the xfail fails, as a reminder, once the bug is fixed)."""
+    if path != "/v1/responses" or not isinstance(body, dict) or not isinstance(body.get("input"), list):
+        return False
+    return any(isinstance(item, dict) and isinstance(item.get("role"), (list, dict)) for item in body["input"])
 
 
 @st.composite
@@ -95,6 +119,7 @@ def mutated_bodies(draw: st.DrawFn) -> tuple[str, bytes]:
         parent[draw(ODD_TEXT)] = draw(HOSTILE)
     else:
         parent.append(draw(HOSTILE))
+    assume(not _known_bug(path, body))
     raw = json.dumps(body, allow_nan=True, ensure_ascii=draw(st.booleans())).encode("utf-8", "surrogatepass")
     breakage = draw(st.sampled_from(["none"] * 6 + ["truncate", "invalid-utf8", "trailing"]))
     if breakage == "truncate":
@@ -182,6 +207,16 @@ DEEP_SPOT = b'"@deep@"'
 def test_json_nested_past_what_orjson_can_write_is_refused_with_400(sandbox, path) -> None:
     deep = orjson.dumps({**BASES[path], "metadata": "@deep@"}).replace(DEEP_SPOT, b"[" * 300 + b"]" * 300)
     resp = sandbox.request(b"POST", path.encode(), JSON, deep)
+    assert resp.status == 400, resp.body[:200]
+
+
+@pytest.mark.xfail(strict=True, reason="components/proxy/surfaces/_responses_request.py _item: a message item whose "
+                   "'role' is an array or object makes `role not in _CHAT_ROLES` raise TypeError (unhashable); the "
+                   "proxy answers 500 instead of the 400 its other role checks give")
+@pytest.mark.parametrize("role", [[], {}])
+def test_a_responses_message_role_of_the_wrong_type_is_refused_with_400(sandbox, role) -> None:
+    body = {**BASES["/v1/responses"], "input": [{"type": "message", "role": role, "content": "hi"}]}
+    resp = sandbox.request(b"POST", b"/v1/responses", JSON, orjson.dumps(body))
     assert resp.status == 400, resp.body[:200]
 
 
