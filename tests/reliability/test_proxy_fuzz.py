@@ -46,7 +46,11 @@ BASES: dict[str, dict[str, Any]] = {
         "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
     },
 }  # fmt: skip
-STREAM_ENDS = {"/v1/chat/completions": b"data: [DONE]\n\n", "/v1/messages": b"event: message_stop", "/v1/responses": b"event: response.completed"}
+STREAM_ENDS = {
+    "/v1/chat/completions": b"data: [DONE]\n\n",
+    "/v1/messages": b"event: message_stop",
+    "/v1/responses": b"event: response.completed",
+}
 JSON = [(b"Content-Type", b"application/json")]
 SHORT_TEXT = st.text(st.characters(codec="utf-8"), max_size=40)
 ODD_TEXT = SHORT_TEXT | st.sampled_from(
@@ -56,8 +60,8 @@ HOSTILE = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**80), 2**80) | st.floats() | ODD_TEXT,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ODD_TEXT, inner, max_size=3),
     max_leaves=8,
-) | st.integers(1, 200).map(lambda depth: json.loads("[" * depth + "]" * depth))  # deeper: see DEEP below
-IDS = st.sampled_from(["../../etc/passwd", "..", ".hidden", "a/b", "a\\b", "\x00", "x" * 129, "ok-id", "é", " "]) | SHORT_TEXT
+) | st.integers(1, 200).map(lambda depth: json.loads("[" * depth + "]" * depth))  # deeper: the xfail below
+IDS = SHORT_TEXT | st.sampled_from(["../../etc/passwd", "..", ".hidden", "a/b", "a\\b", "\x00", "x" * 129, "ok-id", "é"])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -221,12 +225,12 @@ def test_a_responses_message_role_of_the_wrong_type_is_refused_with_400(sandbox,
 
 
 # Bytes an HTTP client library would never send: aiohttp's parser refuses them before the app runs.
+ONE_LINE = st.binary(min_size=1, max_size=40).map(lambda b: b.replace(b"\r", b"").replace(b"\n", b""))
 MALFORMED = st.one_of(
-    st.tuples(st.sampled_from([b"FOO", b"G\x00T", b"POST\xff", b"", b"get"]), st.just(b"/v1/chat/completions"), st.just([])),
-    st.tuples(st.just(b"POST"), st.binary(min_size=1, max_size=40).map(lambda b: b"/s/" + b.replace(b"\r", b"").replace(b"\n", b"")
-                                                                        + b" /v1/chat/completions"), st.just([])),
-    st.tuples(st.just(b"POST"), st.just(b"/v1/chat/completions"),
-              st.binary(min_size=1, max_size=40).map(lambda b: [(b"session-id", b"\x00" + b.replace(b"\r", b"").replace(b"\n", b""))])),
+    st.tuples(st.sampled_from([b"FOO", b"G\x00T", b"POST\xff", b"", b"get"]), st.just(b"/v1/chat/completions"),
+              st.just([])),  # fmt: skip
+    st.tuples(st.just(b"POST"), ONE_LINE.map(lambda b: b"/s/" + b + b" /v1/chat/completions"), st.just([])),
+    st.tuples(st.just(b"POST"), st.just(b"/v1/chat/completions"), ONE_LINE.map(lambda b: [(b"session-id", b"\x00" + b)])),
 )
 
 
