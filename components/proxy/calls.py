@@ -160,6 +160,7 @@ class CallHandler:
         except orjson.JSONDecodeError as exc:
             raise bad_request(f"request body is not valid JSON: {exc}") from None
         parsed = surface.parse(body)
+        digest = _digest(parsed)  # first: it also refuses what could not be recorded
         stream = surface.is_stream(parsed)
         chat_request, notes = surface.to_upstream(parsed)
         models = await self._upstream.models()  # also keeps the policy version fresh
@@ -168,7 +169,6 @@ class CallHandler:
             chat_request, model=model, training=self._config.training, stream=stream
         )
         route = None if self._provenance is None else await self._provenance.route(session_id, upstream_body)
-        digest = hashlib.sha256(orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)).hexdigest()
         attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers, attempt=attempt_number)
         translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
         call = _Call(
@@ -366,6 +366,16 @@ def _decode_upstream(payload: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ProxyError(502, f"upstream sent something that is not a JSON object: {payload[:200]!r}", code="upstream_invalid")
     return data
+
+
+def _digest(parsed: dict[str, Any]) -> str:
+    try:
+        canonical = orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError as exc:
+        # orjson reads JSON nested up to 1024 levels but writes only 254: such a request
+        # could be neither digested nor recorded, so it is refused before the upstream.
+        raise bad_request(f"request body cannot be recorded ({exc}); nest it less deeply") from None
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def _recording_failed(exc: RecordingError) -> ProxyError:

@@ -129,9 +129,6 @@ def test_an_oversize_body_is_refused_with_413_naming_the_option(small_limit_prox
     assert not list(out.glob("*.jsonl"))  # refused before anything was recorded
 
 
-@pytest.mark.xfail(strict=True, reason="components/proxy/cli.py: the 413 answer says 'raise --max-request-mb', but "
-                   "`openforge proxy` / `python -m components.proxy` has no such option (ProxyConfig.max_request_mb "
-                   "is settable from Python only)")
 def test_the_option_the_413_names_exists_on_the_command_line() -> None:
     done = subprocess.run([sys.executable, "-m", "components.proxy", "--help"], cwd=REPO, capture_output=True,
                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "200"})

@@ -83,7 +83,7 @@ def _item(item: Any, path: str, messages: list[dict[str, Any]], notes: Translati
     kind = item.get("type", "message" if "role" in item else None)
     if kind == "message":
         role = item.get("role")
-        if role not in _CHAT_ROLES:
+        if not isinstance(role, str) or role not in _CHAT_ROLES:  # a list or object is unhashable
             raise bad_request(f"'{path}.role' must be 'user', 'assistant', 'system' or 'developer', got {role!r}", param="input")
         if role == "developer":
             notes.mapped.append(f"{path} role developer -> system")
