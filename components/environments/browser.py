@@ -135,6 +135,9 @@ class BrowserEnvironment:
     def page(self) -> Any:
         """The page the agent sees: the most recently opened one (harnesses open tabs)."""
         self._require_cdp_url()
+        # Playwright's sync API applies browser events (a tab or a navigation the harness made
+        # over CDP) only while a call is in flight: one round trip brings the page list up to date.
+        self._context.cookies()
         pages = self._context.pages
         return pages[-1] if pages else self._context.new_page()
 

@@ -12,9 +12,10 @@ import io
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import IO, Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,29 +47,38 @@ class DesktopEnvironment:
         self.steps = StepCounter(self.config.max_steps, "desktop environment")
         self.display: str | None = None
         self._processes: list[subprocess.Popen] = []
+        self._wm_log: IO[bytes] | None = None
 
     def setup(self) -> None:
         """Start Xvfb (and openbox); EnvironmentSetupError naming the apt packages when one is missing."""
         xvfb = require_program("Xvfb", DESKTOP_PACKAGES)
         for program in ("xdotool", "xprop") + (("openbox",) if self.config.window_manager else ()):
             require_program(program, DESKTOP_PACKAGES)
+        # -noreset: by default Xvfb resets when its last client leaves, and a client that
+        # connects during the reset fails ("Failed to open the display": 1 openbox start in
+        # 10 here after a probe client).
+        argv = [str(xvfb), "-screen", "0", f"{self.config.width}x{self.config.height}x{self.config.depth}",
+                "-nolisten", "tcp", "-noreset"]
         read_end, write_end = os.pipe()
-        screen = f"{self.config.width}x{self.config.height}x{self.config.depth}"
         try:
-            self._start([str(xvfb), "-displayfd", str(write_end), "-screen", "0", screen, "-nolisten", "tcp"],
-                        pass_fds=(write_end,))
+            self._start([*argv, "-displayfd", str(write_end)], pass_fds=(write_end,))
+        finally:
             os.close(write_end)
+        try:
             self.display = f":{self._read_display(read_end)}"
         finally:
             os.close(read_end)
         if self.config.window_manager:
-            self._start(["openbox", "--sm-disable"], env={**os.environ, **self.env()})
+            # openbox's own words, for the error message when it fails to start.
+            self._wm_log = tempfile.TemporaryFile()
+            self._start(["openbox", "--sm-disable"], env={**os.environ, **self.env()},
+                        stdout=self._wm_log, stderr=self._wm_log)
             self._wait_for_window_manager()
 
     def _start(self, argv: list[str], **kwargs: Any) -> subprocess.Popen:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, **kwargs,
+            argv, stdin=subprocess.DEVNULL, start_new_session=True,
+            **{"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, **kwargs},
         )
         self._processes.append(process)
         return process
@@ -92,13 +102,21 @@ class DesktopEnvironment:
 
     def _wait_for_window_manager(self) -> None:
         deadline = time.monotonic() + self.config.start_timeout_s
-        while time.monotonic() < deadline:
+        probe = None
+        while time.monotonic() < deadline and self._processes[-1].poll() is None:
             probe = self._x(["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], check=False)
             if "window id" in probe.stdout:
                 return
             time.sleep(0.02)
+        openbox = self._processes[-1].poll()
+        self._wm_log.seek(0)
+        said = self._wm_log.read().decode(errors="replace").strip()[-1000:]
         self.teardown()
-        raise EnvironmentSetupError(f"openbox did not take over the display within {self.config.start_timeout_s:g}s")
+        last = probe and (probe.stdout + probe.stderr).strip()
+        state = f"openbox exited with code {openbox}: {said}" if openbox is not None else f"last probe: {last!r}"
+        raise EnvironmentSetupError(
+            f"openbox did not take over the display within {self.config.start_timeout_s:g}s ({state})"
+        )
 
     def env(self) -> dict[str, str]:
         """What a harness or app needs to use this display (cua-agent's pyautogui needs the session type)."""
@@ -168,6 +186,9 @@ class DesktopEnvironment:
                 pass
         survivors = kill_and_wait(self.pids())
         self._processes, self.display = [], None
+        if self._wm_log is not None:
+            self._wm_log.close()
+            self._wm_log = None
         if display is not None:
             _remove_stale_lock(display.lstrip(":"), xvfb_pid)
         if survivors:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 _PROC = Path("/proc")
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 _SOCKET_TABLES = ("tcp", "tcp6", "udp", "udp6")
 
 
@@ -59,13 +60,14 @@ def kill_and_wait(pids: list[int], timeout_s: float = 5.0) -> list[int]:
     deadline = time.monotonic() + timeout_s
     alive = pids
     while alive and time.monotonic() < deadline:
-        alive = [pid for pid in alive if _alive(pid)]
+        alive = [pid for pid in alive if is_running(pid)]
         if alive:
             time.sleep(0.02)
     return alive
 
 
-def _alive(pid: int) -> bool:
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie may linger where PID 1 does not reap)."""
     try:
         return (_PROC / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
@@ -73,13 +75,18 @@ def _alive(pid: int) -> bool:
 
 
 def outside_connections(pids: list[int]) -> list[str]:
-    """``"tcp 192.0.2.7:443"``-style remote ends, other than loopback, of the sockets ``pids`` hold.
+    """``"tcp 192.0.2.7:443"``-style remote ends, other than loopback, of the sockets ``pids`` hold."""
+    return sorted({f"{table} {host}:{port}" for table, host, port in remote_endpoints(pids) if not host.is_loopback})
+
+
+def remote_endpoints(pids: list[int]) -> set[tuple[str, IPAddress, int]]:
+    """``(table, host, port)`` of every socket of ``pids`` that has a remote end.
 
     A socket counts once it has a remote address (a TCP connect in progress, a connected
     UDP socket), so an attempt shows even when the closed network refuses it at once.
     """
     inodes = _socket_inodes(pids)
-    remotes = []
+    remotes = set()
     for table in _SOCKET_TABLES:
         try:
             lines = (_PROC / "net" / table).read_text().splitlines()[1:]
@@ -90,9 +97,9 @@ def outside_connections(pids: list[int]) -> list[str]:
             if fields[9] not in inodes:
                 continue
             host, port = _decode_address(fields[2])
-            if port != 0 and not host.is_loopback and not host.is_unspecified:
-                remotes.append(f"{table} {host}:{port}")
-    return sorted(set(remotes))
+            if port != 0 and not host.is_unspecified:
+                remotes.add((table, host, port))
+    return remotes
 
 
 def _socket_inodes(pids: list[int]) -> set[str]:
@@ -112,7 +119,7 @@ def _socket_inodes(pids: list[int]) -> set[str]:
     return inodes
 
 
-def _decode_address(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+def _decode_address(text: str) -> tuple[IPAddress, int]:
     # The kernel prints each 32-bit word of the address in host (little-endian) order.
     hex_host, hex_port = text.split(":")
     raw = b"".join(bytes.fromhex(hex_host[i : i + 8])[::-1] for i in range(0, len(hex_host), 8))
