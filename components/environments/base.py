@@ -62,4 +62,5 @@ def parse_config(model: type[_Config], data: Mapping[str, Any] | _Config | None,
         return model.model_validate(dict(data or {}))
     except ValidationError as exc:
         fields = ", ".join(model.model_fields)
-        raise EnvironmentSetupError(f"invalid {what} config: {join_errors(exc, f'misspelled? fields: {fields}')}") from None
+        problems = join_errors(exc, f"misspelled? fields: {fields}")
+        raise EnvironmentSetupError(f"invalid {what} config: {problems}") from None

@@ -62,7 +62,8 @@ class BrowserConfig(BaseModel):
     def _keep_isolation(cls, args: tuple[str, ...]) -> tuple[str, ...]:
         for arg in args:
             if arg.startswith(_RESERVED_PREFIXES):
-                raise ValueError(f"{arg!r} would change the proxy, resolver, CDP or profile the environment sets; drop it")
+                raise ValueError(f"{arg!r} would change the proxy, resolver, CDP or profile the environment sets; "
+                                 "drop it")
         return args
 
 
@@ -119,7 +120,8 @@ class BrowserEnvironment:
                 return int(lines[0])
             time.sleep(0.02)
         self.teardown()
-        raise EnvironmentSetupError(f"Chromium wrote no CDP port to {port_file} within {self.config.launch_timeout_s:g}s")
+        limit = self.config.launch_timeout_s
+        raise EnvironmentSetupError(f"Chromium wrote no CDP port to {port_file} within {limit:g}s")
 
     def cdp_version(self) -> dict[str, Any]:
         """Chromium's ``/json/version``: its browser websocket URL is what CDP clients that want ws:// use."""

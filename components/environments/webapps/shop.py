@@ -12,7 +12,10 @@ from components.environments.webapps.pages import error, page
 from components.environments.webapps.seeding import COLOURS, MATERIALS, PRODUCTS, money, person, world_rng
 
 NAV = "<a href='/'>Catalogue</a><a href='/cart'>Cart</a>"
-_SEARCH = "<form action='/search' role='search'><label>Search <input name='q' type='search'></label><button>Search</button></form>"
+_SEARCH = (
+    "<form action='/search' role='search'><label>Search <input name='q' type='search'></label>"
+    "<button>Search</button></form>"
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,8 @@ def add_routes(app: web.Application, world: World, state: dict) -> None:
         number = len(state["orders"]) + 1
         state["orders"].append({"number": number, "customer": name, "items": state["cart"], "total": total / 100})
         state["cart"] = []
-        return page("Order placed", f"<p>Thank you, {escape(name)}. Order #{number} is placed ({money(total)}).</p>", NAV)
+        thanks = f"<p>Thank you, {escape(name)}. Order #{number} is placed ({money(total)}).</p>"
+        return page("Order placed", thanks, NAV)
 
     app.router.add_get("/", index)
     app.router.add_get("/search", search)

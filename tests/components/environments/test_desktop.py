@@ -75,5 +75,5 @@ def test_missing_programs_name_the_apt_packages(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_bad_config_names_the_field() -> None:
-    with pytest.raises(EnvironmentSetupError, match="invalid desktop environment config: depth: Input should be 16 or 24"):
+    with pytest.raises(EnvironmentSetupError, match="desktop environment config: depth: Input should be 16 or 24"):
         DesktopEnvironment({"depth": 32})
