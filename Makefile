@@ -8,13 +8,14 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses podman-base podman-base-background test run bench-proxy bench-learning bench-overhead bench-continuity bench-load gpu-smoke clean help
+.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-learning bench-overhead bench-continuity bench-load gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
 	@echo "make test         set up and run the whole test suite"
 	@echo "make harnesses    install the pinned agent harnesses (a no-op when they are there)"
 	@echo "make podman-base  podman and the local image of --runtime podman (a no-op when there)"
+	@echo "make gui-packages Chromium, Xvfb, openbox, xdotool for the GUI environments (a no-op when there)"
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
@@ -38,15 +39,24 @@ harnesses: $(INSTALLED)
 podman-base:
 	bash images/local/build-base.sh
 
-# The podman image builds in the background while pip and the harnesses install (it waits
-# on downloads, ~6 min on a fresh machine); its test waits for the status file.
-PODMAN_STATUS := .openforge/podman-base.status
-podman-base-background:
-	mkdir -p .openforge && rm -f $(PODMAN_STATUS)
-	(bash images/local/build-base.sh >.openforge/podman-base.log 2>&1; echo $$? >$(PODMAN_STATUS)) &
+# Chromium and the X programs of components/environments (docs/environments.md).
+gui-packages:
+	bash scripts/install_gui_packages.sh
 
-test: podman-base-background $(INSTALLED) harnesses
-	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) $(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
+# What apt and podman install for the tests runs in the background while pip and the
+# harnesses install: first the GUI packages (~1 min on a fresh machine), then the podman
+# image (~6 min, waiting on downloads). One after the other, because apt takes its locks
+# one caller at a time. The tests that need them wait for the status files.
+GUI_STATUS := .openforge/gui-packages.status
+PODMAN_STATUS := .openforge/podman-base.status
+system-background:
+	mkdir -p .openforge && rm -f $(GUI_STATUS) $(PODMAN_STATUS)
+	( (bash scripts/install_gui_packages.sh >.openforge/gui-packages.log 2>&1; echo $$? >$(GUI_STATUS)); \
+	  (bash images/local/build-base.sh >.openforge/podman-base.log 2>&1; echo $$? >$(PODMAN_STATUS)) ) &
+
+test: system-background $(INSTALLED) harnesses
+	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) OPENFORGE_GUI_PACKAGES_STATUS=$(GUI_STATUS) \
+		$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
 
 run: $(INSTALLED)
 	$(BIN)/openforge run examples/quickstart.yaml

@@ -15,7 +15,8 @@ need() { command -v "$1" >/dev/null 2>&1; }
 
 if ! need podman || ! need debootstrap || ! need runc; then
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq podman debootstrap runc >/dev/null
+  # Waits for dpkg's lock: `make test` installs the GUI packages at the same time.
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq podman debootstrap runc >/dev/null
 fi
 
 # The two settings podman needs on this kind of machine (shared/DESIGN.md): the default

@@ -29,7 +29,7 @@ from pipelines.run import run_experiment
 QUICKSTART_TASKS = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "quickstart"
 
 
-# Set by `make test`, which builds the image in the background (Makefile: podman-base-background).
+# Set by `make test`, which builds the image in the background (Makefile: system-background).
 BUILD_STATUS_ENV = "OPENFORGE_PODMAN_BASE_STATUS"
 BUILD_WAIT_S = 900
 
