@@ -48,6 +48,8 @@ class BrowserUse(HarnessAdapter):
             # shared/GUI.md: without these it reports telemetry and syncs runs to its cloud.
             "ANONYMIZED_TELEMETRY": "false",
             "BROWSER_USE_CLOUD_SYNC": "false",
+            # Else every run asks the package registry for a newer release (refused by the sink).
+            "BROWSER_USE_VERSION_CHECK": "false",
             # Its config and profile folders go under the throwaway HOME, never the machine's.
             "BROWSER_USE_CONFIG_DIR": str(run.home / ".config" / "browseruse"),
         }
