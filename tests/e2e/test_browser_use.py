@@ -142,12 +142,12 @@ def _config() -> ExperimentConfig:
 
 
 @pytest.mark.slow
-def test_browser_use_submits_the_form_through_proxy(scripted_model: ScriptedBrowserModel, tmp_path: Path) -> None:
+def test_browser_use_submits_the_form_through_proxy(
+    chromium_ready: None, scripted_model: ScriptedBrowserModel, tmp_path: Path
+) -> None:
     adapter = get_harness("browser-use")
     if not adapter.is_installed():
         pytest.skip(f"browser-use {adapter.version} is not installed: run `openforge harness install browser-use`")
-    if not Path("/usr/bin/chromium").is_file():
-        pytest.skip("/usr/bin/chromium is missing (apt-get install -y chromium chromium-driver)")
     traced = strace_available()
     trace = tmp_path / "strace.log"
     port = free_port()

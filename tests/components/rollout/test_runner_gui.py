@@ -49,13 +49,6 @@ class ScriptedBrowserHarness(HarnessAdapter):
         return stdout.strip() or None
 
 
-@pytest.fixture
-def chromium() -> None:
-    if not Path("/usr/bin/chromium").is_file():
-        pytest.skip("/usr/bin/chromium is missing (apt-get install -y chromium chromium-driver)")
-    pytest.importorskip("playwright", reason="Python Playwright is not installed (the test extra pins it)")
-
-
 def _rollout(mode: str, fake_openai, rollout_config, tmp_path: Path, max_turns: int = 4):
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -74,7 +67,7 @@ def _rollout(mode: str, fake_openai, rollout_config, tmp_path: Path, max_turns: 
 
 
 @pytest.mark.slow
-def test_web_task_passes_when_the_form_is_submitted_right(chromium, fake_openai, rollout_config, tmp_path) -> None:
+def test_web_task_passes_when_the_form_is_submitted_right(chromium_ready, fake_openai, rollout_config, tmp_path) -> None:
     outcome, fake = _rollout("right", fake_openai, rollout_config, tmp_path)
 
     assert outcome.status is RolloutStatus.OK, outcome.details
@@ -87,7 +80,7 @@ def test_web_task_passes_when_the_form_is_submitted_right(chromium, fake_openai,
 
 
 @pytest.mark.slow
-def test_web_task_fails_when_the_wrong_choice_is_submitted(chromium, fake_openai, rollout_config, tmp_path) -> None:
+def test_web_task_fails_when_the_wrong_choice_is_submitted(chromium_ready, fake_openai, rollout_config, tmp_path) -> None:
     outcome, _ = _rollout("wrong", fake_openai, rollout_config, tmp_path)
 
     assert outcome.status is RolloutStatus.OK, outcome.details
@@ -96,7 +89,7 @@ def test_web_task_fails_when_the_wrong_choice_is_submitted(chromium, fake_openai
 
 
 @pytest.mark.slow
-def test_a_runaway_harness_is_stopped_at_the_step_limit(chromium, fake_openai, rollout_config, tmp_path) -> None:
+def test_a_runaway_harness_is_stopped_at_the_step_limit(chromium_ready, fake_openai, rollout_config, tmp_path) -> None:
     outcome, _ = _rollout("runaway", fake_openai, rollout_config, tmp_path, max_turns=3)
 
     assert outcome.status is RolloutStatus.STEP_LIMIT, outcome.details
