@@ -68,7 +68,7 @@ class Task(BaseModel):
     workspace: str | None = Field(None, description="Folder inside the task folder copied into a fresh workspace.")
     verifier: VerifierSpec
     task_dir: Path = Field(exclude=True, description="Where the task was loaded from (set by the loader).")
-    web: WebTaskSpec | None = Field(None, exclude=True, description=f"The task folder's {WEB_FILE} (set by the loader).")
+    web: WebTaskSpec | None = Field(None, exclude=True, description=f"The folder's {WEB_FILE} (set by the loader).")
 
     @field_validator("id")
     @classmethod

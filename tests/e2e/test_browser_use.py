@@ -103,7 +103,7 @@ class _Handler(BaseHTTPRequestHandler):
             "token_ids": tokens,
             "logprobs": {"content": [{"token": chr(t), "logprob": 0.0} for t in tokens]},
         }
-        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt) + len(tokens)}
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt + tokens)}
         self._json({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
                     "choices": [choice], "usage": usage, "prompt_token_ids": prompt})  # fmt: skip
 
@@ -151,7 +151,8 @@ def test_browser_use_submits_the_form_through_proxy(
     traced = strace_available()
     trace = tmp_path / "strace.log"
     port = free_port()
-    argv = openforge_argv("proxy", "--upstream", scripted_model.url, "--out", str(tmp_path / "sessions"), "--port", str(port))
+    sessions = str(tmp_path / "sessions")
+    argv = openforge_argv("proxy", "--upstream", scripted_model.url, "--out", sessions, "--port", str(port))
 
     with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
         outcome = run_rollout(

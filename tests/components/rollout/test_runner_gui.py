@@ -67,7 +67,9 @@ def _rollout(mode: str, fake_openai, rollout_config, tmp_path: Path, max_turns: 
 
 
 @pytest.mark.slow
-def test_web_task_passes_when_the_form_is_submitted_right(chromium_ready, fake_openai, rollout_config, tmp_path) -> None:
+def test_web_task_passes_when_the_form_is_submitted_right(
+    chromium_ready, fake_openai, rollout_config, tmp_path
+) -> None:
     outcome, fake = _rollout("right", fake_openai, rollout_config, tmp_path)
 
     assert outcome.status is RolloutStatus.OK, outcome.details
@@ -80,7 +82,9 @@ def test_web_task_passes_when_the_form_is_submitted_right(chromium_ready, fake_o
 
 
 @pytest.mark.slow
-def test_web_task_fails_when_the_wrong_choice_is_submitted(chromium_ready, fake_openai, rollout_config, tmp_path) -> None:
+def test_web_task_fails_when_the_wrong_choice_is_submitted(
+    chromium_ready, fake_openai, rollout_config, tmp_path
+) -> None:
     outcome, _ = _rollout("wrong", fake_openai, rollout_config, tmp_path)
 
     assert outcome.status is RolloutStatus.OK, outcome.details
