@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._gui_packages import chromium_ready, desktop_ready  # noqa: F401  (fixtures for every test)
 from tests._servers import EngineServer, start_dev_engine
 
 from components.core.services import free_port

@@ -26,6 +26,10 @@ class RolloutStatus(str, Enum):
     # own outputs (and the tool output they asked for) filled the context. Graded like a
     # timeout (reward 0, usable); see docs/reliability.md, "Failure taxonomy".
     CONTEXT_OVERFLOW = "context_overflow"
+    # A GUI rollout's harness made more model calls than harness.max_turns and was stopped
+    # (an agent that never ends, like cua-agent ignoring its own terminate action). The
+    # agent's doing: graded like a timeout (reward 0, usable).
+    STEP_LIMIT = "step_limit"
 
 
 class Outcome(BaseModel):

@@ -15,9 +15,15 @@ from components.core.outcome import Outcome, RewardRecord, RolloutStatus
 from components.core.trajectory import RecordedCall, latest_attempt
 
 # Statuses that say something about the agent: the verifier judged it, or it failed on its
-# own (crashed, ran out of time, or filled its context): reward 0, and training learns from it.
+# own (crashed, ran out of time or steps, or filled its context): reward 0, and training learns from it.
 GRADED_STATUSES = frozenset(
-    {RolloutStatus.OK, RolloutStatus.HARNESS_ERROR, RolloutStatus.TIMEOUT, RolloutStatus.CONTEXT_OVERFLOW}
+    {
+        RolloutStatus.OK,
+        RolloutStatus.HARNESS_ERROR,
+        RolloutStatus.TIMEOUT,
+        RolloutStatus.CONTEXT_OVERFLOW,
+        RolloutStatus.STEP_LIMIT,
+    }
 )
 # Reason code of a group's last usable rollout, masked because it has nothing to be compared with.
 NO_BASELINE = "group_no_baseline"

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +26,11 @@ class ProcessResult:
     stdout_path: Path
     stderr_path: Path
     output_capped: str | None = None  # "stdout" or "stderr" when that file outgrew the cap (killed)
+    stopped: str | None = None  # why the caller's ``stop`` check had it killed
 
     @property
     def timed_out(self) -> bool:
-        return self.exit_code is None and self.output_capped is None
+        return self.exit_code is None and self.output_capped is None and self.stopped is None
 
     def stdout(self) -> str:
         return _read_log(self.stdout_path)
@@ -58,6 +60,7 @@ def run_in_session(
     timeout_s: float,
     log_prefix: Path,
     max_output_bytes: int | None = None,
+    stop: Callable[[], str | None] | None = None,
 ) -> ProcessResult:
     """Run ``argv`` in a new session for at most ``timeout_s``; stdout and stderr go to files.
 
@@ -66,6 +69,8 @@ def run_in_session(
     or stderr file outgrows it is killed and the file cut to the cap, so a flooding
     harness can neither fill the disk nor make its reader load gigabytes. (Not
     RLIMIT_FSIZE: that would also stop the agent writing a large file in its workspace.)
+    ``stop``, checked as often as the cap, returns a reason to kill the command (a GUI
+    rollout's step limit), or None to let it run.
     """
     stdout_path, stderr_path = log_prefix.with_suffix(".stdout"), log_prefix.with_suffix(".stderr")
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
@@ -74,6 +79,7 @@ def run_in_session(
         )
     exit_code: int | None = None
     capped: str | None = None
+    stopped: str | None = None
     deadline = time.monotonic() + max(timeout_s, 0.0)
     try:
         while True:
@@ -87,6 +93,10 @@ def run_in_session(
                 capped = _outgrown(stdout_path, stderr_path, max_output_bytes)
                 if capped is not None:
                     break
+            if stop is not None:
+                stopped = stop()
+                if stopped is not None:
+                    break
             if left <= 0:
                 break
     finally:
@@ -97,9 +107,9 @@ def run_in_session(
             if _size(path) > max_output_bytes:
                 capped = capped or name  # outgrown between the last check and the kill
                 os.truncate(path, max_output_bytes)
-    if capped is not None:
+    if capped is not None or stopped is not None:
         exit_code = None
-    return ProcessResult(exit_code, stdout_path, stderr_path, capped)
+    return ProcessResult(exit_code, stdout_path, stderr_path, capped, stopped)
 
 
 def _size(path: Path) -> int:

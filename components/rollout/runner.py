@@ -8,6 +8,8 @@ An attempt the infrastructure failed (engine or proxy) is retried, at most
 ``rollout.infra_retries`` times, with a fresh workspace and HOME, after a backoff and
 once the engine answers again, all inside the one time limit; attempt k > 0 talks to
 ``<proxy>/s/<rollout_id>/a/<k>/v1`` so its calls carry ``tags["attempt"] = k``.
+A web task or a browser harness also gets, per attempt, its app and a browser
+(``_gui.py``), and is stopped past ``harness.max_turns`` recorded model calls.
 The runner has no storage access: its inputs and outputs are plain files and folders.
 """
 
@@ -27,7 +29,9 @@ from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
+from components.environments import EnvironmentSetupError
 from components.proxy.auth import SECRET_ENV, session_token
+from components.rollout._gui import CallCounter, Gui, open_gui
 from components.rollout._failures import blame, verdict
 from components.rollout._process import run_in_session, tail
 from components.rollout._record import Record
@@ -48,7 +52,7 @@ _ROLLOUT_ID = re.compile(r"^(?P<task_id>[a-z0-9][a-z0-9-]*)-s(?P<sample>\d+)$")
 # The harness and verifier hold no storage or tracking credentials.
 _SECRET_PREFIXES = ("AWS_", "MLFLOW_", "OPENFORGE_")
 # How a harness run ended, for the runner's next step.
-_ENDED, _FAILED, _FLOODED = "ended", "failed", "flooded"
+_ENDED, _FAILED, _STOPPED = "ended", "failed", "stopped"
 
 
 def parse_rollout_id(rollout_id: str) -> tuple[str, int]:
@@ -82,6 +86,8 @@ def run_rollout(
         record.fail(RolloutStatus.INFRA_ERROR, f"task folder unusable: {exc}")
     except HarnessNotInstalledError as exc:
         record.fail(RolloutStatus.INFRA_ERROR, str(exc))
+    except EnvironmentSetupError as exc:
+        record.fail(RolloutStatus.INFRA_ERROR, f"GUI environment did not start: {exc}")
     except Exception as exc:  # the outcome must be written whatever went wrong
         record.fail(RolloutStatus.INFRA_ERROR, f"rollout runner failed unexpectedly: {exc!r}")
     outcome = record.outcome(duration_s=time.monotonic() - started)
@@ -146,11 +152,13 @@ class _Rollout:
             env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
             if not self._wait_for_proxy(deadline):
                 return
-            ended = self._run_harness(adapter, task, attempt, workspace, scratch, env, deadline)
-            if ended == _ENDED:
-                self._run_verifier(task, workspace, scratch, env)
-            elif ended == _FAILED:
-                self._judge_failure(attempt)
+            with open_gui(task, adapter, self.record) as gui:
+                ended = self._run_harness(adapter, task, attempt, workspace, scratch, env, deadline, gui)
+                if ended == _ENDED:
+                    # The app's state endpoint and token: the verifier's only, never the harness's.
+                    self._run_verifier(task, workspace, scratch, {**env, **(gui.verifier_env() if gui else {})})
+                elif ended == _FAILED:
+                    self._judge_failure(attempt)
 
     def _wait_for_proxy(self, deadline: float) -> bool:
         wait_s = min(self.proxy_wait_s, deadline - time.monotonic())
@@ -194,6 +202,7 @@ class _Rollout:
         scratch: Path,
         env: dict[str, str],
         deadline: float,
+        gui: Gui | None = None,
     ) -> str:
         """Run the harness; how it ended (a failure is recorded in the outcome)."""
         route = f"{self.proxy_url}/s/{self.record.rollout_id}" + (f"/a/{attempt}" if attempt else "")
@@ -202,14 +211,16 @@ class _Rollout:
             base_url=f"{route}/v1",
             api_key=self.api_key,
             model=MODEL_NAME,
-            prompt=task.prompt,
+            prompt=gui.render_prompt(task.prompt) if gui else task.prompt,
             workspace=workspace,
             scratch_dir=scratch,
             max_turns=self.config.harness.max_turns,
             max_tokens=self.config.harness.max_tokens,
             time_limit_s=deadline - time.monotonic(),
+            browser_cdp_url=gui.cdp_url if gui else None,
         )
         command = adapter.command(run)
+        steps = CallCounter(self.trajectory, self.config.harness.max_turns) if gui else None
         cap_mb = self.config.rollout.max_output_mb
         result = run_in_session(
             command.argv,
@@ -218,6 +229,7 @@ class _Rollout:
             timeout_s=deadline - time.monotonic(),
             log_prefix=scratch / "harness",
             max_output_bytes=int(cap_mb * 2**20),
+            stop=steps.check if steps else None,
         )
         self.record.harness_exit_code = result.exit_code
         answer = adapter.final_answer(run, result.stdout())
@@ -228,7 +240,11 @@ class _Rollout:
                 f"harness {adapter.name} wrote more than {cap_mb:g} MB to its {result.output_capped} "
                 "(rollout.max_output_mb) and was killed",
             )
-            return _FLOODED
+            return _STOPPED
+        if result.stopped is not None:
+            self.record.extra["step_limit"] = self.config.harness.max_turns
+            self.record.fail(RolloutStatus.STEP_LIMIT, result.stopped)
+            return _STOPPED
         if result.timed_out:
             limit = self.record.extra["time_limit_s"]
             self.record.fail(RolloutStatus.TIMEOUT, f"the rollout ran past its time limit of {limit:g}s (killed)")

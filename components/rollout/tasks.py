@@ -1,5 +1,8 @@
 """Tasks: a folder with ``task.yaml`` (prompt, workspace files, verifier, time limit).
 
+A web task also holds ``web.yaml`` (the seeded app to start before the harness,
+docs/environments.md); the loader validates it with the rest and puts it in ``Task.web``.
+
 A task set is a folder of task folders, on disk or under an ``s3://`` prefix. Loading
 validates every task up front, so a broken task set fails in the prepare step with a
 message naming the file, the field and the fix, not halfway through an iteration.
@@ -18,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from components.core.storage import ArtifactStore, open_store
 from components.core.validation import describe_errors
+from components.environments.web_tasks import WEB_FILE, WebTaskError, WebTaskSpec, load_web_spec
 
 TASK_FILE = "task.yaml"
 TASK_ID_RULE = "lower-case letters, digits and '-', starting with a letter or digit, at most 48 characters"
@@ -64,6 +68,7 @@ class Task(BaseModel):
     workspace: str | None = Field(None, description="Folder inside the task folder copied into a fresh workspace.")
     verifier: VerifierSpec
     task_dir: Path = Field(exclude=True, description="Where the task was loaded from (set by the loader).")
+    web: WebTaskSpec | None = Field(None, exclude=True, description=f"The folder's {WEB_FILE} (set by the loader).")
 
     @field_validator("id")
     @classmethod
@@ -103,8 +108,14 @@ def load_task(task_dir: str | Path, *, match_folder_name: bool = True) -> Task:
         raise TaskError(f"{path}: not valid YAML ({exc})") from None
     if not isinstance(raw, dict):
         raise TaskError(f"{path}: the top level must be a mapping (id, prompt, verifier, ...)")
+    if "web" in raw:
+        raise TaskError(f"{path}: web: belongs in {task_dir / WEB_FILE} ({{app, seed, goal}}), not in {TASK_FILE}")
     try:
-        task = Task.model_validate({**raw, "task_dir": task_dir})
+        web = load_web_spec(task_dir)
+    except WebTaskError as exc:
+        raise TaskError(str(exc)) from None
+    try:
+        task = Task.model_validate({**raw, "task_dir": task_dir, "web": web})
     except ValidationError as exc:
         raise TaskError(_format_errors(path, exc)) from None
     if match_folder_name and task.id != task_dir.name:

@@ -39,6 +39,9 @@ class HarnessRun:
     max_turns: int
     max_tokens: int
     time_limit_s: float = 120.0  # time left for the harness; the runner kills it after that anyway
+    # The runner's Chromium (http://127.0.0.1:<port>), for harnesses that drive a browser
+    # over CDP; None when the rollout has no browser (docs/environments.md).
+    browser_cdp_url: str | None = None
 
     @property
     def home(self) -> Path:
@@ -60,6 +63,8 @@ class HarnessAdapter(ABC):
     name: ClassVar[str]
     installer: ClassVar[Installer | None] = None  # None: part of OpenForge, nothing to install
     home: Path | None = None  # where harnesses are installed; harness_home() when unset
+    # True: the runner starts a browser for every rollout of this harness, web task or not.
+    needs_browser: ClassVar[bool] = False
 
     @abstractmethod
     def command(self, run: HarnessRun) -> HarnessCommand:

@@ -37,3 +37,5 @@ MINI_SWE_AGENT = Pin("pip", "mini-swe-agent", "2.4.6")
 # mini-swe-agent talks to the model through litellm, whose releases change request
 # shapes; pinned with it so the venv is the same on every machine.
 LITELLM = Pin("pip", "litellm", "1.110.2")
+# A browser agent (docs/harnesses.md); 0.13.x attaches to a browser it did not launch over CDP.
+BROWSER_USE = Pin("pip", "browser-use", "0.13.14")

@@ -19,6 +19,25 @@ def test_example_task_sets_load(task_set: str) -> None:
         assert (task.task_dir / "verify.py").is_file()
 
 
+def test_web_tasks_load_with_their_app(tmp_path: Path) -> None:
+    tasks = load_task_set(REPO / "examples" / "tasks" / "web")
+    assert {(t.id, t.web.app) for t in tasks if t.web} == {(t.id, t.id.split("-")[1]) for t in tasks}
+    assert load_task(REPO / "examples" / "tasks" / "quickstart" / "write-hello").web is None
+
+
+def test_bad_web_yaml_fails_the_task_load(make_task) -> None:
+    task_dir = make_task("web-bad")
+    (task_dir / "web.yaml").write_text("app: form\nseed: 1\ngoal: checkout\n")
+    with pytest.raises(TaskError, match=r"web\.yaml: .*goal 'checkout' is not one of the form app's goals: submit"):
+        load_task(task_dir)
+
+
+def test_web_section_in_task_yaml_points_to_web_yaml(make_task) -> None:
+    task_dir = make_task("web-inline", web={"app": "form", "seed": 1, "goal": "submit"})
+    with pytest.raises(TaskError, match="web: belongs in .*web.yaml"):
+        load_task(task_dir)
+
+
 def test_missing_verifier_names_file_field_and_fix(make_task) -> None:
     task_dir = make_task("no-verifier", verifier=None)
     with pytest.raises(TaskError) as err:
