@@ -24,7 +24,7 @@ from components.proxy.call_tags import CallTagger
 from components.proxy.config import ProxyConfig
 from components.proxy.conversations import Conversations
 from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
-from components.proxy.images import ImageStore, record_images
+from components.proxy.images import ImageStore, may_hold_images, record_images
 from components.proxy.limits import Admission
 from components.proxy.provenance import TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
@@ -117,9 +117,11 @@ class CallHandler:
         # Images are checked and stored before the engine sees the call: a bad one is a 400, and
         # every image is on disk before the record that refers to it.
         known = None if continued is None else continued.refs
-        images = await record_images(self._images, raw, parsed, upstream_body if notes is not None else None, known)
-        if images is not None and translation is not None:
-            translation["upstream_request"] = images.upstream_request
+        images = None
+        if known or may_hold_images(raw):  # tested here: an image-free call awaits nothing more
+            images = await record_images(self._images, parsed, upstream_body if notes is not None else None, known)
+            if translation is not None:
+                translation["upstream_request"] = images.upstream_request
         route = None if self._provenance is None else await self._provenance.route(session_id, upstream_body)
         digest = hashlib.sha256(orjson.dumps(parsed, option=orjson.OPT_SORT_KEYS)).hexdigest()
         attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers, attempt=attempt_number)

@@ -104,18 +104,17 @@ class ImageStore:
 
 
 async def record_images(
-    store: ImageStore, raw: bytes, request: dict[str, Any], upstream_request: dict[str, Any] | None,
+    store: ImageStore, request: dict[str, Any], upstream_request: dict[str, Any] | None,
     known: dict[str, dict[str, Any]] | None,
-) -> "RecordImages | None":  # fmt: skip
-    """The call's images checked and stored, or None when it has none (the record keeps the request as is).
+) -> "RecordImages":  # fmt: skip
+    """The call's images checked and stored, with the record's copies of the requests.
 
+    Called when ``may_hold_images`` says the body can hold one, or for an expanded Responses
+    conversation (``known``: the references of its images, already stored).
     ``upstream_request`` is the translated chat request (None for chat completions, whose
-    record holds no copy of it); ``known`` the references of images already stored for an
-    expanded Responses conversation. Hashing and writing run in a worker thread: a body of
-    tens of MB must not stall the other sessions' streams.
+    record holds no copy of it). Hashing and writing run in a worker thread: a body of tens
+    of MB must not stall the other sessions' streams.
     """
-    if not known and not may_hold_images(raw):
-        return None
     images = RecordImages(store, known)
     await asyncio.to_thread(images.take, request, upstream_request)
     return images
