@@ -118,7 +118,7 @@ class CallHandler:
         # every image is on disk before the record that refers to it.
         known = None if continued is None else continued.refs
         images = None
-        if known or may_hold_images(raw):  # tested here: an image-free call awaits nothing more
+        if known or may_hold_images(surface.api, raw):  # tested here: an image-free call awaits nothing more
             images = await record_images(self._images, parsed, upstream_body if notes is not None else None, known)
             if translation is not None:
                 translation["upstream_request"] = images.upstream_request

@@ -8,8 +8,8 @@ upstream keeps them; only the *record* is de-duplicated: each image is written o
 of those places in ``images``. A file is written (atomically, 0600) before the upstream
 sees the call, so it is on disk before any record that refers to it.
 
-Image-free calls pay two substring searches of the raw body (``may_hold_images``); only
-a body with a string that starts ``data:`` or equals ``base64`` is walked.
+Image-free calls pay one substring search of the raw body (``may_hold_images``); only a
+body with a string that starts ``data:`` (Anthropic: equals ``base64``) is walked.
 """
 
 from __future__ import annotations
@@ -36,17 +36,20 @@ from components.core.images import (
 )
 from components.proxy.errors import ProxyError, bad_request
 
-_DATA_URL_MARK = b'"data:'  # a JSON string that is a data URL (chat image_url, Responses input_image)
-_BASE64_SOURCE_MARK = b'"base64"'  # an Anthropic image source {"type": "base64", ...}
+# What a body must contain to hold a base64 image, per API: a JSON string that starts a data
+# URL (chat image_url, Responses input_image and screenshots), or Anthropic's base64 source
+# type. One search per call: a byte search costs about as much as parsing the body.
+_DATA_URL_MARK = b'"data:'
+_MARKS = {"anthropic.messages": b'"base64"'}
 _KNOWN_FILES = 65536  # stored images remembered in memory, so a recurring screenshot costs no stat
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
 
 JsonPath = tuple[str | int, ...]
 
 
-def may_hold_images(raw: bytes) -> bool:
-    """False when the body cannot hold a base64 image: the call skips the walk."""
-    return _DATA_URL_MARK in raw or _BASE64_SOURCE_MARK in raw
+def may_hold_images(api: str, raw: bytes) -> bool:
+    """False when a body of this API cannot hold a base64 image: the call skips the walk."""
+    return _MARKS.get(api, _DATA_URL_MARK) in raw
 
 
 class ImageStore:
