@@ -211,3 +211,33 @@ def test_an_image_already_stored_is_not_written_again(fake_engine, make_proxy, t
     assert [p.name for p in (out / "images").iterdir()] == [stored.name]  # no temporary files left either
     assert stored.stat().st_ino == before.st_ino and stored.stat().st_mtime_ns == before.st_mtime_ns
     assert len(read_session(out / "img.jsonl")) == 2
+
+
+def test_images_are_on_disk_before_the_engine_sees_the_call_with_fsync_too(
+    fake_engine, make_proxy, loop_thread, tmp_path: Path
+) -> None:
+    from aiohttp import web
+
+    from tests.components.proxy.conftest import _serve
+
+    out = tmp_path / "out"
+    seen_at_arrival: list[list[str]] = []
+
+    @web.middleware
+    async def snapshot(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path.endswith("/chat/completions"):
+            seen_at_arrival.append(sorted(p.name for p in (out / "images").glob("*")))
+        return await handler(request)
+
+    app = web.Application(middlewares=[snapshot], client_max_size=2**26)
+    app.router.add_get("/v1/models", fake_engine._models)
+    app.router.add_post("/v1/chat/completions", fake_engine._chat)
+    runner, url = loop_thread.run(_serve(app))
+    try:
+        proxy = make_proxy(url, fsync=True)
+        body = {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": data_url(BUTTON, "image/jpeg")}}]}]}
+        _post(proxy, "chat/completions", body)
+    finally:
+        loop_thread.run(runner.cleanup())
+    assert seen_at_arrival == [[f"{hashlib.sha256(BUTTON).hexdigest()}.jpg"]]
+    assert rebuild_request(read_session(out / "img.jsonl")[0], out / "images") == body
