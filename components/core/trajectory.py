@@ -17,7 +17,7 @@ from components.core.validation import join_errors
 
 # Bump the major part for changes a reader of the previous version would misread
 # (renamed or re-typed fields); the minor part for added optional fields.
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 _SUPPORTED_MAJOR = "1"
 
 Api = Literal["chat.completions", "completions", "responses", "anthropic.messages"]
@@ -52,6 +52,11 @@ class Translation(BaseModel):
     )
     mapped: list[str] = Field(
         default_factory=list, description="Parts rewritten into something the chat template accepts (roles, ...)."
+    )
+    previous_response: dict[str, Any] | None = Field(
+        None,
+        description="Responses with previous_response_id: the response continued (id, call_index) and how many "
+        "input items the proxy put before the ones sent (items); upstream_request holds the whole conversation (1.3).",
     )
 
 
@@ -104,6 +109,10 @@ class RecordedCall(BaseModel):
     )
     provenance: Provenance | None = Field(
         None, description="With token provenance on: token path or chat path, and why (1.2); null when it is off."
+    )
+    images: list[str] = Field(
+        default_factory=list,
+        description="JSON pointers (into this record) of the image references that replaced base64 images (1.3).",
     )
 
     @model_validator(mode="after")

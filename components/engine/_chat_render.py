@@ -3,14 +3,24 @@
 Follows what vLLM does before it applies a HuggingFace chat template: text content parts
 are joined with newlines, and the JSON-string ``arguments`` of assistant tool calls are
 parsed into objects (tool-use templates such as Qwen2.5's expect a mapping there).
+
+The tiny model reads no pixels. An ``image_url`` part (a base64 data URL) becomes a
+placeholder text, ``<|image:`` + the first 16 hex digits of the SHA-256 of the image
+bytes + ``|>``, in its place among the text parts: the prompt differs per image, the same
+image always gives the same token ids, and the whole multimodal pipeline (harness, proxy,
+records, trainer rows) runs on a CPU. docs/engine.md documents the encoding.
 """
 
 from __future__ import annotations
 
+import binascii
+import hashlib
 import json
 from typing import Any
 
 from components.engine._protocol import ApiError
+
+IMAGE_PLACEHOLDER = "<|image:{digest}|>"
 
 _END_OF_TURN = "<|im_end|>"
 
@@ -41,16 +51,34 @@ def _text_content(content: Any, where: str) -> str:
         for i, part in enumerate(content):
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
                 texts.append(part["text"])
+            elif isinstance(part, dict) and part.get("type") == "image_url":
+                texts.append(image_placeholder(part.get("image_url"), f"{where}.content[{i}]", f"{where}.content"))
             elif isinstance(part, str):
                 texts.append(part)
             else:
                 kind = part.get("type") if isinstance(part, dict) else type(part).__name__
                 raise ApiError(
-                    f"`{where}.content[{i}]` is a {kind!r} part; the dev engine's model reads text only",
+                    f"`{where}.content[{i}]` is a {kind!r} part; the dev engine reads text and image_url parts",
                     param=f"{where}.content",
                 )
         return "\n".join(texts)
     raise ApiError(f"`{where}.content` must be a string or a list of text parts", param=f"{where}.content")
+
+
+def image_placeholder(image_url: Any, where: str, param: str) -> str:
+    """The text an image part stands as: its bytes' hash, so prompts differ per image, deterministically."""
+    url = image_url.get("url") if isinstance(image_url, dict) else image_url
+    header, comma, payload = url.partition(",") if isinstance(url, str) else ("", "", "")
+    if not (header.startswith("data:") and header.endswith(";base64") and comma):
+        raise ApiError(
+            f"`{where}` must hold a base64 data URL (data:image/png;base64,...): the dev engine fetches no URLs",
+            param=param,
+        )
+    try:
+        data = binascii.a2b_base64(payload, strict_mode=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ApiError(f"`{where}` is not valid base64 ({exc})", param=param) from None
+    return IMAGE_PLACEHOLDER.format(digest=hashlib.sha256(data).hexdigest()[:16])
 
 
 def _parse_tool_call(tool_call: Any, where: str) -> dict[str, Any]:

@@ -13,19 +13,20 @@ import dataclasses
 import hashlib
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, Awaitable
 
 import aiohttp
 import orjson
 from aiohttp import web
 
-from components.core.trajectory import SCHEMA_VERSION
-from components.proxy.call_tags import Attempt, CallTagger
+from components.proxy.call_record import Call
+from components.proxy.call_tags import CallTagger
 from components.proxy.config import ProxyConfig
+from components.proxy.conversations import Conversations
 from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
+from components.proxy.images import ImageStore, may_hold_images, record_images
 from components.proxy.limits import Admission
-from components.proxy.provenance import Route, TokenProvenance
+from components.proxy.provenance import TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
 from components.proxy.retries import deliver
 from components.proxy.sessions import call_session, check_path_attempt
@@ -52,67 +53,6 @@ class _EventStream(web.StreamResponse):
     _send_headers_immediately = False
 
 
-@dataclass
-class _Call:
-    """What is known about a call before the upstream answers."""
-
-    session_id: str
-    api: str
-    stream: bool
-    model: str | None
-    request: dict[str, Any]
-    sampling: dict[str, Any]
-    started_at: float
-    t0: float
-    digest: str
-    attempt: Attempt  # side-call and retry tags
-    translation: dict[str, Any] | None  # what the engine got instead of a non-chat request
-    route: Route | None  # token provenance's choice of path (None: provenance off)
-    upstream_attempts: int = 1  # sends of the request; more than one when the upstream was unreachable
-
-    def record(
-        self,
-        *,
-        policy_version: str | None,
-        response: dict[str, Any] | None,
-        completion: Completion,
-        upstream_status: int,
-        error: str | None,
-    ) -> dict[str, Any]:
-        # Built by hand in RecordedCall's field order: validating with pydantic on the hot
-        # path would cost more than the whole proxy hop (the tests validate what is written).
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "session_id": self.session_id,
-            "call_index": None,  # the recorder numbers calls in append order
-            "api": self.api,
-            "stream": self.stream,
-            "model": self.model,
-            "policy_version": policy_version,
-            "request": self.request,
-            "response": response,
-            "prompt_token_ids": completion.prompt_token_ids,
-            "completion_token_ids": completion.completion_token_ids,
-            "completion_logprobs": completion.completion_logprobs,
-            "finish_reason": completion.finish_reason,
-            "sampling": self.sampling,
-            "tags": self._tags(),
-            "request_digest": self.digest,
-            "started_at": self.started_at,
-            "latency_ms": (time.perf_counter() - self.t0) * 1000.0,
-            "upstream_status": upstream_status,
-            "error": error,
-            "translation": self.translation,
-            "provenance": None if self.route is None else self.route.record(),
-        }
-
-    def _tags(self) -> dict[str, Any]:
-        tags = self.attempt.tags()
-        if self.upstream_attempts > 1:
-            tags["upstream_attempts"] = self.upstream_attempts
-        return tags
-
-
 class CallHandler:
     """Serves the model-call routes of every surface."""
 
@@ -122,6 +62,8 @@ class CallHandler:
         self._recorder = recorder
         self._tagger = CallTagger()
         self._provenance = TokenProvenance(upstream) if config.provenance_on else None
+        self._images = ImageStore(config.out, fsync=config.fsync)
+        self._conversations = Conversations(config.responses_store_mb)
         self.admission = Admission(config, recorder)
 
     async def handle(self, request: web.Request, surface: Surface) -> web.StreamResponse:
@@ -151,7 +93,7 @@ class CallHandler:
 
     async def _begin(
         self, request: web.Request, surface: Surface, session_id: str, started_at: float, t0: float
-    ) -> tuple[_Call, bytes]:
+    ) -> tuple[Call, bytes]:
         path_attempt = request.match_info.get("attempt")
         attempt_number = 0 if path_attempt is None else check_path_attempt(path_attempt)
         raw = await request.read()
@@ -162,27 +104,46 @@ class CallHandler:
         parsed = surface.parse(body)
         digest = _digest(parsed)  # first: it also refuses what could not be recorded
         stream = surface.is_stream(parsed)
-        chat_request, notes = surface.to_upstream(parsed)
+        # A Responses call naming previous_response_id is translated as the whole conversation.
+        expanded, continued = self._conversations.expand(session_id, surface.api, parsed)
+        chat_request, notes = surface.to_upstream(expanded)
         models = await self._upstream.models()  # also keeps the policy version fresh
         model = self._config.served_model or (models.first_id if models is not None else None)
         upstream_body, sampling = prepare_upstream_body(
             chat_request, model=model, training=self._config.training, stream=stream
         )
+        translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
+        if continued is not None:
+            translation["previous_response"] = continued.note()
+        # Images are checked and stored before the engine sees the call: a bad one is a 400, and
+        # every image is on disk before the record that refers to it.
+        known = None if continued is None else continued.refs
+        images = None
+        if known or may_hold_images(surface.api, raw):  # tested here: an image-free call awaits nothing more
+            images = await record_images(self._images, parsed, upstream_body if notes is not None else None, known)
+            if translation is not None:
+                translation["upstream_request"] = images.upstream_request
         route = None if self._provenance is None else await self._provenance.route(session_id, upstream_body)
         attempt = self._tagger.arrive(session_id, surface.api, parsed, digest, request.headers, attempt=attempt_number)
-        translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
-        call = _Call(
+        call = Call(
             session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0,
-            digest, attempt, translation, route,
+            digest, attempt, translation, route, parsed if images is None else images.request,
+            [] if images is None else images.pointers,
         )  # fmt: skip
+        if self._conversations.keeps(surface.api, expanded):
+            refs = images.refs if images is not None else known or {}
+            cost = len(raw) + (0 if continued is None else continued.cost)
+            call.on_recorded = lambda response, index: self._conversations.remember(
+                session_id, surface.api, expanded, response, call_index=index, refs=refs, cost=cost
+            )
         return call, orjson.dumps(upstream_body if route is None or route.body is None else route.body)
 
-    def _post(self, call: _Call, body: bytes) -> Awaitable[aiohttp.ClientResponse]:
+    def _post(self, call: Call, body: bytes) -> Awaitable[aiohttp.ClientResponse]:
         if call.route is not None and call.route.answer is not None:
             return deliver(self._upstream.post_completions, body, call, self._config.upstream_retries)
         return deliver(self._upstream.post_chat, body, call, self._config.upstream_retries)
 
-    async def _complete(self, surface: Surface, call: _Call, upstream_body: bytes) -> web.Response:
+    async def _complete(self, surface: Surface, call: Call, upstream_body: bytes) -> web.Response:
         status = 0
         try:
             resp = await self._post(call, upstream_body)
@@ -209,7 +170,7 @@ class CallHandler:
         return web.Response(body=orjson.dumps(response), content_type="application/json")
 
     async def _stream(
-        self, request: web.Request, surface: Surface, call: _Call, upstream_body: bytes
+        self, request: web.Request, surface: Surface, call: Call, upstream_body: bytes
     ) -> web.StreamResponse:
         try:
             resp = await self._post(call, upstream_body)
@@ -233,7 +194,7 @@ class CallHandler:
                 resp.close()
 
     async def _relay(
-        self, request: web.Request, surface: Surface, call: _Call, resp: aiohttp.ClientResponse
+        self, request: web.Request, surface: Surface, call: Call, resp: aiohttp.ClientResponse
     ) -> web.StreamResponse:
         out = _EventStream(status=200, headers=_SSE_HEADERS)
         translator = surface.stream(call.request)
@@ -301,19 +262,19 @@ class CallHandler:
             await _drain(content)
         return out
 
-    async def _record_quietly(self, call: _Call, surface: Surface, assembler: ChatStreamAssembler, error: str) -> None:
+    async def _record_quietly(self, call: Call, surface: Surface, assembler: ChatStreamAssembler, error: str) -> None:
         try:
             await self._record_stream(call, surface, assembler, error=error)
         except RecordingError:
             _log.exception("could not record an interrupted call in session %s", call.session_id)
 
-    async def _record_stream(self, call: _Call, surface: Surface, assembler: ChatStreamAssembler, *, error: str | None) -> None:
+    async def _record_stream(self, call: Call, surface: Surface, assembler: ChatStreamAssembler, *, error: str | None) -> None:
         chat = assembler.completion()
         completion = extract_completion(chat)
         response = surface.to_client(chat, call.request)
         await self._record(call, response, completion, 200, error or completion.problem, chat=chat)
 
-    async def _fail(self, surface: Surface, call: _Call, err: ProxyError, upstream_status: int) -> web.Response:
+    async def _fail(self, surface: Surface, call: Call, err: ProxyError, upstream_status: int) -> web.Response:
         _log.warning("call in session %s failed: %s", call.session_id, err.message)
         try:
             await self._record(call, None, _NO_COMPLETION, upstream_status, err.message)
@@ -322,7 +283,7 @@ class CallHandler:
         return _error_response(surface, err)
 
     async def _record(
-        self, call: _Call, response: dict[str, Any] | None, completion: Completion, status: int, error: str | None,
+        self, call: Call, response: dict[str, Any] | None, completion: Completion, status: int, error: str | None,
         chat: dict[str, Any] | None = None,
     ) -> None:  # fmt: skip
         record = call.record(
@@ -334,6 +295,8 @@ class CallHandler:
         )
         index = self._recorder.write(call.session_id, record)
         call.attempt.recorded(index)
+        if call.on_recorded is not None and error is None:
+            call.on_recorded(response, index)
         if self._provenance is not None and call.route is not None and chat is not None and error is None:
             # Only once on disk: an answer the harness may echo is one the trajectory holds.
             self._provenance.remember(

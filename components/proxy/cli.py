@@ -40,6 +40,9 @@ def proxy_command(
     max_session_mb: Annotated[
         float, typer.Option(help="A session file larger than this takes no more calls (413); its records are kept.")
     ] = 512.0,
+    responses_store_mb: Annotated[
+        float, typer.Option(help="Memory for Responses conversations kept for previous_response_id (oldest forgotten).")
+    ] = 256.0,
     session_secret_file: Annotated[
         Optional[Path],
         typer.Option(
@@ -74,6 +77,7 @@ def proxy_command(
             retry_after_s=retry_after_s,
             max_request_mb=max_request_mb,
             max_session_mb=max_session_mb,
+            responses_store_mb=responses_store_mb,
             session_secret=_session_secret(session_secret_file, os.environ.get(SECRET_ENV)),
             upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or None,
         )

@@ -53,7 +53,16 @@ class ProxyConfig(BaseModel):
         5.0, gt=0, description="How often, at most, the upstream's model list (policy version) is re-read."
     )
     max_request_mb: float = Field(
-        64.0, gt=0, description="Largest request body accepted; long agent histories exceed a few MB."
+        64.0,
+        gt=0,
+        description="Largest request body accepted; long agent histories exceed a few MB, and GUI agents "
+        "send 10+ screenshots of hundreds of KB each (20-50 MB bodies fit the default).",
+    )
+    responses_store_mb: float = Field(
+        256.0,
+        gt=0,
+        description="Memory for the Responses conversations kept for previous_response_id; the least recently "
+        "used are forgotten first (a call naming one then gets a 400).",
     )
     max_in_flight: int = Field(
         256, ge=1, description="Calls served at once; one more is answered 429 with Retry-After, never queued."

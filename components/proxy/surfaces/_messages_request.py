@@ -4,8 +4,11 @@ Rules (docs/proxy.md has the table): ``system`` becomes the first system message
 blocks are joined with newlines (as vLLM joins text parts); ``tool_use`` blocks become the
 assistant's ``tool_calls``; ``tool_result`` blocks become ``tool`` messages placed before
 the rest of their user message; a mid-conversation ``system`` message stays a system
-message. What the engine cannot take (images, thinking blocks, server tools) is dropped
-and noted; top-level fields without a chat equivalent are noted as ignored.
+message. Images (base64 or URL sources) become ``image_url`` parts, base64 ones as data
+URLs; an image inside a ``tool_result`` moves to the user message after the tool messages
+(chat tool messages carry text). What the engine cannot take (documents, thinking blocks,
+server tools) is dropped and noted; top-level fields without a chat equivalent are noted
+as ignored.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import orjson
 
 from components.proxy.errors import bad_request
 from components.proxy.surfaces._checks import list_at, object_at, string_at
+from components.proxy.surfaces._parts import ChatContent, image_part
 from components.proxy.surfaces.base import TranslationNotes, pass_through
 
 # Top-level fields that are translated; every other field is recorded as ignored.
@@ -135,32 +139,67 @@ def _user(blocks: list[Any], path: str, notes: TranslationNotes) -> list[dict[st
     # Chat wants tool results right after the assistant turn that called the tools, so they
     # come first; Anthropic requires them first in the user message anyway.
     results: list[dict[str, Any]] = []
-    texts: list[str] = []
+    content = ChatContent()
     for index, block in enumerate(blocks):
         where = f"{path}.content[{index}]"
         block = object_at(block, where)
         kind = block.get("type")
         if kind == "tool_result":
-            results.append(_tool_result(block, where, notes))
+            result, images = _tool_result(block, where, notes)
+            results.append(result)
+            content.images(images)
         elif kind == "text":
-            texts.append(string_at(block.get("text"), f"{where}.text"))
+            content.text(string_at(block.get("text"), f"{where}.text"))
             _note_extras(block, ("type", "text"), notes)
-        else:  # image, document, ...: the engine reads text only
+        elif kind == "image" and (url := _image_url(block, where, notes)) is not None:
+            content.image(url)
+        else:  # document, search results, ...: the engine reads text and images only
             notes.dropped.append(f"{where} ({kind})")
-    if texts or not results:
-        results.append({"role": "user", "content": _TEXT_JOIN.join(texts)})
+    if content or not results:
+        results.append({"role": "user", "content": content.value()})
     return results
 
 
-def _tool_result(block: dict[str, Any], where: str, notes: TranslationNotes) -> dict[str, Any]:
+def _image_url(block: dict[str, Any], where: str, notes: TranslationNotes) -> str | None:
+    """The chat image URL of an image block: a data URL for base64 data; None for a file source."""
+    source = object_at(block.get("source"), f"{where}.source")
+    _note_extras(block, ("type", "source"), notes)
+    if source.get("type") == "base64":
+        media_type = string_at(source.get("media_type"), f"{where}.source.media_type")
+        return f"data:{media_type};base64," + string_at(source.get("data"), f"{where}.source.data")
+    if source.get("type") == "url":
+        return string_at(source.get("url"), f"{where}.source.url")
+    return None
+
+
+def _tool_result(block: dict[str, Any], where: str, notes: TranslationNotes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The tool message, and the image parts of the result (for the user message that follows)."""
     content = block.get("content", "")
-    text = _text_of(content, f"{where}.content", notes)
+    images: list[dict[str, Any]] = []
+    if isinstance(content, str):
+        text = content
+    else:
+        texts = []
+        for index, inner in enumerate(list_at(content, f"{where}.content")):
+            inner_where = f"{where}.content[{index}]"
+            inner = object_at(inner, inner_where)
+            kind = inner.get("type")
+            if kind == "text":
+                texts.append(string_at(inner.get("text"), f"{inner_where}.text"))
+                _note_extras(inner, ("type", "text"), notes)
+            elif kind == "image" and (url := _image_url(inner, inner_where, notes)) is not None:
+                images.append(image_part(url))
+                notes.mapped.append(f"{inner_where} image in tool_result -> image_url part of the next user message")
+            else:
+                notes.dropped.append(f"{inner_where} ({kind})")
+        text = _TEXT_JOIN.join(texts)
     is_error = block.get("is_error")
     if is_error is True:
         text = ERROR_PREFIX + text
         notes.mapped.append(f"{where} is_error -> content prefixed {ERROR_PREFIX!r}")
     _note_extras(block, ("type", "tool_use_id", "content", "is_error"), notes)
-    return {"role": "tool", "tool_call_id": string_at(block.get("tool_use_id"), f"{where}.tool_use_id"), "content": text}
+    message = {"role": "tool", "tool_call_id": string_at(block.get("tool_use_id"), f"{where}.tool_use_id"), "content": text}
+    return message, images
 
 
 def _tools(tools: Any, notes: TranslationNotes) -> list[dict[str, Any]]:

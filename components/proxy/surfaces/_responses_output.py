@@ -97,7 +97,7 @@ def response_body(
         "model": request.get("model") or engine_model,
         "output": output,
         "parallel_tool_calls": request.get("parallel_tool_calls", True),
-        "previous_response_id": None,
+        "previous_response_id": request.get("previous_response_id"),
         "reasoning": {"effort": None, "summary": None},
         "store": request.get("store", False),
         "temperature": request.get("temperature"),

@@ -3,7 +3,10 @@
 Rules (docs/proxy.md has the table): ``instructions`` becomes the first system message;
 ``input`` items become chat messages in order (``developer`` -> ``system``; a
 ``function_call`` joins the assistant message right before it, as the model produced them
-in one turn; ``function_call_output`` -> ``tool``). Function tools become chat function
+in one turn; ``function_call_output`` -> ``tool``). ``input_image`` parts of user messages
+become ``image_url`` parts; images in a ``function_call_output`` or a
+``computer_call_output`` (computer-use screenshots) go to a user message after the tool
+outputs, since chat tool messages carry text. Function tools become chat function
 tools; a ``namespace`` tool is flattened into ``<namespace>__<name>`` functions (mapped
 back on the way out); other tool types (web_search, custom, ...) are dropped and noted.
 """
@@ -14,6 +17,7 @@ from typing import Any
 
 from components.proxy.errors import bad_request
 from components.proxy.surfaces._checks import list_at, object_at, string_at
+from components.proxy.surfaces._parts import ChatContent, image_part
 from components.proxy.surfaces.base import TranslationNotes, pass_through
 
 _TRANSLATED = frozenset(
@@ -27,6 +31,8 @@ _PASSED = (
     ("parallel_tool_calls", "parallel_tool_calls"),
 )
 _TEXT_PARTS = ("input_text", "output_text", "text")
+_IMAGE_PARTS = ("input_image", "computer_screenshot")
+_OUTPUT_ITEMS = ("function_call_output", "computer_call_output")
 _NAMESPACE_JOIN = "__"
 _CHAT_ROLES = {"user": "user", "assistant": "assistant", "system": "system", "developer": "system"}
 _FUNCTION_FIELDS = frozenset({"type", "name", "description", "parameters"})
@@ -53,11 +59,11 @@ def flat_name(namespace: str | None, name: str) -> str:
 
 
 def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
-    if request.get("previous_response_id") is not None or request.get("conversation") is not None:
+    if request.get("conversation") is not None:
         raise bad_request(
-            "'previous_response_id' and 'conversation' are not supported: the proxy keeps no responses; "
-            "send the whole conversation in 'input' (store: false)",
-            param="previous_response_id",
+            "'conversation' is not supported: the proxy keeps no conversation objects; send the whole "
+            "conversation in 'input', or continue a response with 'previous_response_id'",
+            param="conversation",
         )
     notes = TranslationNotes()
     messages: list[dict[str, Any]] = []
@@ -66,8 +72,15 @@ def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
     items = request["input"]
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
+    pending: list[dict[str, Any]] = []  # images of tool outputs, for a user message after them
     for index, item in enumerate(items):
-        _item(item, f"input[{index}]", messages, notes)
+        kind = item.get("type", "message" if "role" in item else None) if isinstance(item, dict) else None
+        if pending and kind not in _OUTPUT_ITEMS:
+            messages.append({"role": "user", "content": pending})
+            pending = []
+        _item(item, f"input[{index}]", messages, pending, notes)
+    if pending:
+        messages.append({"role": "user", "content": pending})
     chat: dict[str, Any] = {"model": request.get("model"), "messages": messages}
     pass_through(request, chat, _PASSED)
     tools = _tools(request.get("tools"), notes)
@@ -78,7 +91,9 @@ def to_chat(request: dict[str, Any]) -> tuple[dict[str, Any], TranslationNotes]:
     return chat, notes
 
 
-def _item(item: Any, path: str, messages: list[dict[str, Any]], notes: TranslationNotes) -> None:
+def _item(
+    item: Any, path: str, messages: list[dict[str, Any]], pending: list[dict[str, Any]], notes: TranslationNotes
+) -> None:
     item = object_at(item, path)
     kind = item.get("type", "message" if "role" in item else None)
     if kind == "message":
@@ -87,7 +102,8 @@ def _item(item: Any, path: str, messages: list[dict[str, Any]], notes: Translati
             raise bad_request(f"'{path}.role' must be 'user', 'assistant', 'system' or 'developer', got {role!r}", param="input")
         if role == "developer":
             notes.mapped.append(f"{path} role developer -> system")
-        messages.append({"role": _CHAT_ROLES[role], "content": _text(item.get("content"), f"{path}.content", notes)})
+        content = _content(item.get("content"), f"{path}.content", notes, images=role == "user")
+        messages.append({"role": _CHAT_ROLES[role], "content": content.value()})
     elif kind == "function_call":
         namespace = item.get("namespace")
         if namespace is not None:
@@ -105,30 +121,45 @@ def _item(item: Any, path: str, messages: list[dict[str, Any]], notes: Translati
         else:
             messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
     elif kind == "function_call_output":
-        output = item.get("output", "")
-        messages.append(
-            {
-                "role": "tool",
-                "tool_call_id": string_at(item.get("call_id"), f"{path}.call_id"),
-                "content": _text(output, f"{path}.output", notes),
-            }
-        )
-    else:  # reasoning, item_reference, custom or hosted tool calls: nothing the engine can read
+        texts = ChatContent()
+        for part in _content(item.get("output", ""), f"{path}.output", notes, images=True).parts():
+            if part["type"] == "text":
+                texts.text(part["text"])
+            else:
+                pending.append(part)
+                notes.mapped.append(f"{path}.output image -> image_url part of a user message after the tool outputs")
+        call_id = string_at(item.get("call_id"), f"{path}.call_id")
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": texts.value()})
+    elif kind == "computer_call_output":
+        # The computer_call it answers is not a function call the engine made (dropped below);
+        # the screenshot is what the model must see next.
+        output = object_at(item.get("output"), f"{path}.output")
+        if output.get("type") in _IMAGE_PARTS and isinstance(output.get("image_url"), str):
+            pending.append(image_part(output["image_url"], output.get("detail")))
+            notes.mapped.append(f"{path} computer_call_output screenshot -> image_url part of a user message")
+        else:
+            notes.dropped.append(f"{path} (computer_call_output without an image_url)")
+    else:  # reasoning, item_reference, computer_call, custom or hosted tool calls: nothing the engine can read
         notes.dropped.append(f"{path} ({kind})")
 
 
-def _text(content: Any, path: str, notes: TranslationNotes) -> str:
+def _content(content: Any, path: str, notes: TranslationNotes, *, images: bool) -> ChatContent:
+    """Text and (where chat allows them, in user messages) image parts of an item's content."""
+    built = ChatContent()
     if isinstance(content, str):
-        return content
-    texts = []
+        built.text(content)
+        return built
     for index, part in enumerate(list_at(content, path)):
         where = f"{path}[{index}]"
         part = object_at(part, where)
-        if part.get("type") in _TEXT_PARTS:
-            texts.append(string_at(part.get("text"), f"{where}.text"))
-        else:  # input_image, input_file, refusal, ...
-            notes.dropped.append(f"{where} ({part.get('type')})")
-    return "\n".join(texts)
+        kind = part.get("type")
+        if kind in _TEXT_PARTS:
+            built.text(string_at(part.get("text"), f"{where}.text"))
+        elif images and kind == "input_image" and isinstance(part.get("image_url"), str):
+            built.image(part["image_url"], part.get("detail"))
+        else:  # input_image by file_id, input_file, refusal, ...
+            notes.dropped.append(f"{where} ({kind})")
+    return built
 
 
 def _tools(tools: Any, notes: TranslationNotes) -> list[dict[str, Any]]:

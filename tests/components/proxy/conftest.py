@@ -90,12 +90,16 @@ class FakeEngine:
             return web.json_response({"error": error}, status=self.fail_status)
         if body.get("stream"):
             return await self._stream(request, body)
-        return web.json_response(_completion(body))
+        return web.json_response(_completion(body, self._id()))
+
+    def _id(self) -> str:
+        # One id per answer, as vLLM's: Responses ids (resp_ + this) must tell answers apart.
+        return f"chatcmpl-fake{len(self.requests)}"
 
     async def _stream(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
         out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await out.prepare(request)
-        for position, chunk in enumerate(_chunks(body)):
+        for position, chunk in enumerate(_chunks(body, self._id())):
             await out.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
             if position == 1 and self.cut_stream:
                 request.transport.close()
@@ -115,11 +119,11 @@ def _logprob(text: str, logprob: float) -> dict[str, Any]:
     return {"token": text, "logprob": logprob, "bytes": list(text.encode()), "top_logprobs": []}
 
 
-def _head(body: dict[str, Any], kind: str) -> dict[str, Any]:
-    return {"id": "chatcmpl-fake", "object": kind, "created": 1700000000, "model": body.get("model")}
+def _head(body: dict[str, Any], kind: str, completion_id: str) -> dict[str, Any]:
+    return {"id": completion_id, "object": kind, "created": 1700000000, "model": body.get("model")}
 
 
-def _completion(body: dict[str, Any]) -> dict[str, Any]:
+def _completion(body: dict[str, Any], completion_id: str) -> dict[str, Any]:
     logprobs = {"content": [_logprob(t, lp) for t, _, lp in FAKE_TOKENS]} if body.get("logprobs") else None
     choice = {
         "index": 0,
@@ -130,15 +134,15 @@ def _completion(body: dict[str, Any]) -> dict[str, Any]:
     }
     if body.get("return_token_ids"):
         choice["token_ids"] = [i for _, i, _ in FAKE_TOKENS]
-    response = {**_head(body, "chat.completion"), "choices": [choice]}
+    response = {**_head(body, "chat.completion", completion_id), "choices": [choice]}
     response["usage"] = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
     if body.get("return_token_ids"):
         response["prompt_token_ids"] = FAKE_PROMPT_IDS
     return response
 
 
-def _chunks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    first = {**_head(body, "chat.completion.chunk")}
+def _chunks(body: dict[str, Any], completion_id: str) -> Iterator[dict[str, Any]]:
+    first = {**_head(body, "chat.completion.chunk", completion_id)}
     first["choices"] = [{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}]
     if body.get("return_token_ids"):
         first["prompt_token_ids"] = FAKE_PROMPT_IDS
@@ -155,10 +159,10 @@ def _chunks(body: dict[str, Any]) -> Iterator[dict[str, Any]]:
             choice["stop_reason"] = None  # vLLM sets it (often null) on the finishing chunk only
         if body.get("return_token_ids"):
             choice["token_ids"] = [token_id]
-        yield {**_head(body, "chat.completion.chunk"), "choices": [choice]}
+        yield {**_head(body, "chat.completion.chunk", completion_id), "choices": [choice]}
     if (body.get("stream_options") or {}).get("include_usage"):
         usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
-        yield {**_head(body, "chat.completion.chunk"), "choices": [], "usage": usage}
+        yield {**_head(body, "chat.completion.chunk", completion_id), "choices": [], "usage": usage}
 
 
 @pytest.fixture(scope="session")

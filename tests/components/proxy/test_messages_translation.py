@@ -20,7 +20,8 @@ TOOLS = [
     {"type": "web_search_20250305", "name": "web_search", "max_uses": 3},
 ]
 # What Claude Code sends, trimmed: system blocks with cache_control, a tool round trip that
-# failed, a thinking block in the history, an image, and a mid-conversation system message.
+# failed, a thinking block in the history, a document, and a mid-conversation system message
+# (images have their own tests: test_images.py).
 CLAUDE_CODE_BODY = {
     "model": "claude-sonnet-x",
     "max_tokens": 64,
@@ -39,7 +40,7 @@ CLAUDE_CODE_BODY = {
             "role": "user",
             "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "no such dir"}], "is_error": True},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}},
+                {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "notes"}},
                 {"type": "text", "text": "try again", "cache_control": {"type": "ephemeral"}},
             ],
         },
@@ -89,7 +90,7 @@ def test_claude_code_request_is_translated_to_chat_and_the_translation_recorded(
     [call] = read_session(tmp_path / "out" / "s1.jsonl")
     assert call.ok and call.api == "anthropic.messages" and call.request == CLAUDE_CODE_BODY
     assert call.translation.upstream_request["messages"] == sent["messages"]
-    assert call.translation.dropped == ["messages[1].content[0] (thinking)", "messages[2].content[1] (image)", "tools[1] (type web_search_20250305)"]
+    assert call.translation.dropped == ["messages[1].content[0] (thinking)", "messages[2].content[1] (document)", "tools[1] (type web_search_20250305)"]
     assert {"context_management", "metadata", "output_config", "thinking", "cache_control"} <= set(call.translation.ignored)
     assert call.translation.mapped == [
         "messages[2].content[0] is_error -> content prefixed 'Error: '",

@@ -26,7 +26,7 @@ CODEX_BODY = {
     "model": "gpt-codex",
     "input": [
         {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex."}]},
-        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list"}, {"type": "input_image", "image_url": "x"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list"}, {"type": "input_file", "file_id": "file_1"}]},
         {"type": "reasoning", "summary": [], "encrypted_content": "opaque"},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Listing."}]},
         {"type": "function_call", "call_id": "call_1", "name": "exec_command", "arguments": '{"cmd":"ls"}'},
@@ -75,7 +75,7 @@ def test_codex_request_is_translated_to_chat_and_the_translation_recorded(fake_p
     [call] = read_session(tmp_path / "out" / "s1.jsonl")
     assert call.ok and call.api == "responses" and call.request == CODEX_BODY
     assert call.translation.dropped == [
-        "input[1].content[1] (input_image)",
+        "input[1].content[1] (input_file)",
         "input[2] (reasoning)",
         "tools[1].tools[1] (type custom)",
         "tools[2] (type web_search)",
@@ -118,7 +118,8 @@ def test_stream_events_reassemble_to_the_plain_response(fake_proxy: str, tmp_pat
         ({"model": "m", "input": "hi", "tools": [{"type": "function"}]}, "'tools[0].name' must be a string"),
         ({"model": "m", "input": "hi", "tool_choice": "sometimes"}, "'tool_choice' must be"),
         ({"model": "m", "input": "hi", "max_output_tokens": -1}, "'max_output_tokens' must be a positive integer"),
-        ({"model": "m", "input": "hi", "previous_response_id": "resp_1"}, "keeps no responses"),
+        ({"model": "m", "input": "hi", "previous_response_id": "resp_1"}, "is not a response this proxy keeps"),
+        ({"model": "m", "input": "hi", "conversation": "conv_1"}, "'conversation' is not supported"),
     ],
 )
 def test_malformed_bodies_get_openai_shaped_400_and_the_proxy_keeps_serving(

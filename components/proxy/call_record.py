@@ -1,0 +1,82 @@
+"""One call's record: what is known before the upstream answers, and the record line built from it.
+
+Kept apart from ``calls.py`` (the pipeline) so the record's shape lives in one place,
+in ``RecordedCall``'s field order.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from components.core.trajectory import SCHEMA_VERSION
+from components.proxy.call_tags import Attempt
+from components.proxy.provenance import Route
+from components.proxy.upstream_chat import Completion
+
+
+@dataclass
+class Call:
+    """What is known about a call before the upstream answers."""
+
+    session_id: str
+    api: str
+    stream: bool
+    model: str | None
+    request: dict[str, Any]
+    sampling: dict[str, Any]
+    started_at: float
+    t0: float
+    digest: str
+    attempt: Attempt  # side-call and retry tags
+    translation: dict[str, Any] | None  # what the engine got instead of a non-chat request
+    route: Route | None  # token provenance's choice of path (None: provenance off)
+    record_request: dict[str, Any]  # ``request`` with image references in place of base64 images
+    images: list[str]  # JSON pointers of those references in the record
+    # Called with (response, call_index) once a successful call is on disk (Responses conversations).
+    on_recorded: Callable[[dict[str, Any] | None, int], None] | None = None
+    upstream_attempts: int = 1  # sends of the request; more than one when the upstream was unreachable
+
+    def record(
+        self,
+        *,
+        policy_version: str | None,
+        response: dict[str, Any] | None,
+        completion: Completion,
+        upstream_status: int,
+        error: str | None,
+    ) -> dict[str, Any]:
+        # Built by hand in RecordedCall's field order: validating with pydantic on the hot
+        # path would cost more than the whole proxy hop (the tests validate what is written).
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "session_id": self.session_id,
+            "call_index": None,  # the recorder numbers calls in append order
+            "api": self.api,
+            "stream": self.stream,
+            "model": self.model,
+            "policy_version": policy_version,
+            "request": self.record_request,
+            "response": response,
+            "prompt_token_ids": completion.prompt_token_ids,
+            "completion_token_ids": completion.completion_token_ids,
+            "completion_logprobs": completion.completion_logprobs,
+            "finish_reason": completion.finish_reason,
+            "sampling": self.sampling,
+            "tags": self._tags(),
+            "request_digest": self.digest,
+            "started_at": self.started_at,
+            "latency_ms": (time.perf_counter() - self.t0) * 1000.0,
+            "upstream_status": upstream_status,
+            "error": error,
+            "translation": self.translation,
+            "provenance": None if self.route is None else self.route.record(),
+            "images": self.images,
+        }
+
+    def _tags(self) -> dict[str, Any]:
+        tags = self.attempt.tags()
+        if self.upstream_attempts > 1:
+            tags["upstream_attempts"] = self.upstream_attempts
+        return tags
