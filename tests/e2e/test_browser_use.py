@@ -24,6 +24,7 @@ import pytest
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
 
 from components.core.config import ExperimentConfig
+from components.core.images import rebuild_request, referenced_images
 from components.core.outcome import RolloutStatus
 from components.core.services import free_port, openforge_argv, start_service
 from components.core.trajectory import read_session
@@ -171,15 +172,19 @@ def test_browser_use_submits_the_form_through_proxy(
     assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{proxy_log}"
     assert (outcome.passed, outcome.reward) == (True, 1.0), outcome.verifier_output
     assert outcome.final_answer == ANSWER
-    calls = read_session(tmp_path / "sessions" / f"{ROLLOUT_ID}.jsonl")
+    sessions = tmp_path / "sessions"
+    calls = read_session(sessions / f"{ROLLOUT_ID}.jsonl")
     assert len(calls) == outcome.num_calls == scripted_model.steps == 3, [c.response for c in calls]
     for call in calls:
         assert call.ok and call.session_id == ROLLOUT_ID, call.error
         assert call.prompt_token_ids and len(call.completion_logprobs) == len(call.completion_token_ids) > 0
         assert call.request["response_format"]["json_schema"]["name"] == "agent_output"
-        # One screenshot per call, however the proxy stores it (inline or by reference).
+        # One screenshot per call, stored once by hash beside the session and rebuilt exactly.
         parts = call.request["messages"][-1]["content"]
         assert sum("image" in part.get("type", "") for part in parts) == 1, [p.get("type") for p in parts]
+        assert len(call.images) == 1 and all((sessions / name).is_file() for name in referenced_images(call))
+        rebuilt = rebuild_request(call, sessions / "images")["messages"][-1]["content"]
+        assert any(str(part.get("image_url", {}).get("url", "")).startswith("data:image/png;base64,") for part in rebuilt)
     assert outcome.extra["egress_refused"] == [], outcome.extra["egress_refused"]
     if traced:
         outside = off_loopback(traced_connections(trace))
