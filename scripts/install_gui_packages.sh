@@ -3,8 +3,8 @@
 # browser, Xvfb, openbox, xdotool and x11-utils for the desktop, xterm for its tests.
 # A no-op when every program is there.
 #
-# `make test` runs this in the background beside the podman image build, which uses apt
-# too. Both installs wait for dpkg's lock (DPkg::Lock::Timeout) instead of failing; the
+# `make test` runs this in the background before the podman image build, which uses apt
+# too. Both installs also wait for dpkg's lock (DPkg::Lock::Timeout) when run at once by hand; the
 # package lists are refreshed only when the install cannot find a package, because
 # `apt-get update` takes a lock no option makes it wait for.
 set -euo pipefail
