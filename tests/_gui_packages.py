@@ -8,36 +8,19 @@ then skip, saying why, only where the programs are still missing.
 
 from __future__ import annotations
 
-import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
+from tests._background_installs import background_install_problem
 
 STATUS_ENV = "OPENFORGE_GUI_PACKAGES_STATUS"
-INSTALL_WAIT_S = 900
 CHROMIUM = "/usr/bin/chromium"
 DESKTOP_PROGRAMS = ("Xvfb", "openbox", "xdotool", "xprop", "xterm")
 
 
 def _install_problem() -> str | None:
-    """Wait for `make test`'s background apt install; why it failed, or None."""
-    status_path = os.environ.get(STATUS_ENV)
-    if not status_path:
-        return None
-    status = Path(status_path)
-    deadline = time.monotonic() + INSTALL_WAIT_S
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(1)
-    if not status.exists():
-        return f"the background GUI package install did not finish in {INSTALL_WAIT_S} s"
-    code = status.read_text().strip()
-    if code != "0":
-        log = status.with_suffix(".log")
-        tail = log.read_text(errors="replace")[-600:] if log.exists() else ""
-        return f"`make gui-packages` failed (exit {code}): {tail.strip()}"
-    return None
+    return background_install_problem(STATUS_ENV, "GUI package install", "gui-packages")
 
 
 @pytest.fixture(scope="session")

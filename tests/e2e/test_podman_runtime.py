@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
+from tests._background_installs import background_install_problem
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
@@ -29,34 +28,11 @@ from pipelines.run import run_experiment
 QUICKSTART_TASKS = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "quickstart"
 
 
-# Set by `make test`, which builds the image in the background (Makefile: system-background).
-BUILD_STATUS_ENV = "OPENFORGE_PODMAN_BASE_STATUS"
-BUILD_WAIT_S = 900
-
-
-def _background_build_problem() -> str | None:
-    """Wait for `make test`'s background image build; why it failed, or None."""
-    status_path = os.environ.get(BUILD_STATUS_ENV)
-    if not status_path:
-        return None
-    status = Path(status_path)
-    deadline = time.monotonic() + BUILD_WAIT_S
-    while not status.exists() and time.monotonic() < deadline:
-        time.sleep(2)
-    if not status.exists():
-        return f"the background podman image build did not finish in {BUILD_WAIT_S} s (log: {status.with_suffix('.log')})"
-    code = status.read_text().strip()
-    if code != "0":
-        log = status.with_suffix(".log")
-        tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-        return f"`make podman-base` failed here (exit {code}): {tail.strip()}"
-    return None
-
-
 @pytest.fixture(scope="module")
 def podman_runs() -> None:
     options = PodmanOptions()
-    problem = _background_build_problem() or podman_problem(options)
+    problem = background_install_problem("OPENFORGE_PODMAN_BASE_STATUS", "podman image build", "podman-base")
+    problem = problem or podman_problem(options)
     if problem is None:
         probe = subprocess.run(
             [options.podman, "run", "--rm", "--network", "none", "--entrypoint", "python3", options.image, "-c", "pass"],

@@ -1,0 +1,36 @@
+"""Waiting for what `make test` installs in the background (Makefile: system-background).
+
+apt packages and the podman image install while pip runs; `make test` names each job's
+status file in an environment variable, and the tests that need the job wait here for
+it, then skip, saying why, only where it failed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+WAIT_S = 900
+
+
+def background_install_problem(status_env: str, what: str, make_target: str) -> str | None:
+    """Wait for the job whose status file ``$status_env`` names; why it failed, or None.
+
+    None too when the variable is unset (pytest run by hand: the caller checks the machine).
+    """
+    status_path = os.environ.get(status_env)
+    if not status_path:
+        return None
+    status = Path(status_path)
+    log = status.with_suffix(".log")
+    deadline = time.monotonic() + WAIT_S
+    while not status.exists() and time.monotonic() < deadline:
+        time.sleep(1)
+    if not status.exists():
+        return f"the background {what} did not finish in {WAIT_S} s (log: {log})"
+    code = status.read_text().strip()
+    if code != "0":
+        tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
+        return f"`make {make_target}` failed here (exit {code}): {tail.strip()}"
+    return None
