@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from components.core.config import HarnessConfig
 from components.rollout.harnesses._install import (
     HarnessNotInstalledError,
     Installer,
@@ -73,6 +74,9 @@ class HarnessAdapter(ABC):
     @abstractmethod
     def final_answer(self, run: HarnessRun, stdout: str) -> str | None:
         """The harness's final answer once it exited (None when it left none)."""
+
+    def configure(self, config: HarnessConfig) -> None:
+        """Take the experiment's per-harness settings (``harness.mode``); most harnesses have none."""
 
     # -- installation ----------------------------------------------------------------
 
