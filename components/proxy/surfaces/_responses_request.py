@@ -19,7 +19,13 @@ from typing import Any
 
 from components.proxy.errors import bad_request
 from components.proxy.surfaces._checks import list_at, object_at, string_at
-from components.proxy.surfaces._computer import COMPUTER, RESPONSES_TOOL_TYPES, arguments_of, output_text, responses_function
+from components.proxy.surfaces._computer import (
+    COMPUTER,
+    RESPONSES_TOOL_TYPES,
+    arguments_of,
+    output_text,
+    responses_function,
+)
 from components.proxy.surfaces._parts import ChatContent, image_part
 from components.proxy.surfaces.base import TranslationNotes, pass_through
 

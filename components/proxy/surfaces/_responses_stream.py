@@ -152,12 +152,14 @@ class ResponsesStream:
         """A computer call's item, added and done at once (a function_call when its arguments are no action)."""
         self._held = False
         position = next(index for index, at in self._calls.items() if at == len(self._output))
-        item = tool_call_item(self._ids, position, held["call_id"], COMPUTER, held["arguments"], self._request, self._names)
+        call_id, arguments = held["call_id"], held["arguments"]
+        item = tool_call_item(self._ids, position, call_id, COMPUTER, arguments, self._request, self._names)
         where = {"item_id": item["id"], "output_index": len(self._output)}
-        events = self._event("response.output_item.added", output_index=where["output_index"], item={**item, "status": "in_progress"})
+        added = {**item, "status": "in_progress"}
+        events = self._event("response.output_item.added", output_index=where["output_index"], item=added)
         if item["type"] == "function_call":
-            events += self._event("response.function_call_arguments.delta", **where, delta=item["arguments"])
-            events += self._event("response.function_call_arguments.done", **where, name=item["name"], arguments=item["arguments"])
+            events += self._event("response.function_call_arguments.delta", **where, delta=arguments)
+            events += self._event("response.function_call_arguments.done", **where, name=item["name"], arguments=arguments)
         self._output.append(item)
         return events + self._event("response.output_item.done", output_index=where["output_index"], item=item)
 

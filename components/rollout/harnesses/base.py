@@ -142,3 +142,13 @@ def read_json_output(stdout: str) -> Any:
             except ValueError:
                 continue
     return None
+
+
+def answer_in_json_file(path: Path, key: str) -> str | None:
+    """The non-empty string at ``key`` of the JSON object a driver wrote to ``path`` (None when there is none)."""
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    answer = result.get(key) if isinstance(result, dict) else None
+    return answer if isinstance(answer, str) and answer else None

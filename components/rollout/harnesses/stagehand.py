@@ -20,7 +20,7 @@ from typing import get_args
 
 from components.core.config import HarnessConfig, StagehandMode
 from components.rollout.harnesses._install import NpmInstaller
-from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun
+from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun, answer_in_json_file
 from components.rollout.harnesses.versions import STAGEHAND
 
 DRIVER = Path(__file__).with_name("_stagehand_driver.mjs")
@@ -66,9 +66,4 @@ class Stagehand(HarnessAdapter):
         return HarnessCommand(argv=[self.executable("node"), str(DRIVER), str(settings_file)], env=self.path_env())
 
     def final_answer(self, run: HarnessRun, stdout: str) -> str | None:
-        try:
-            result = json.loads(self._result_file(run).read_text())
-        except (OSError, ValueError):
-            return None
-        answer = result.get("message") if isinstance(result, dict) else None
-        return answer if isinstance(answer, str) and answer else None
+        return answer_in_json_file(self._result_file(run), "message")
