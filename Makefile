@@ -31,7 +31,7 @@ $(INSTALLED): pyproject.toml
 
 install: $(INSTALLED)
 
-# Claude Code, Codex, OpenClaw, mini-swe-agent, browser-use into .openforge/harnesses (~2.7 GB).
+# Claude Code, Codex, OpenClaw, mini-swe-agent, browser-use, Stagehand into .openforge/harnesses (~2.8 GB).
 harnesses: $(INSTALLED)
 	$(BIN)/openforge harness install --all
 

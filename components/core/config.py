@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -47,7 +47,10 @@ class EngineConfig(_Section):
 
 
 # The adapters of components/rollout/harnesses (a test keeps the two lists equal).
-HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe-agent", "browser-use"]
+HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe-agent", "browser-use", "stagehand"]
+# Stagehand's computer-use modes, by the API each speaks (docs/harnesses.md).
+StagehandMode = Literal["responses", "messages", "chat"]
+_MODES: dict[str, tuple[str, ...]] = {"stagehand": get_args(StagehandMode)}
 
 
 class HarnessConfig(_Section):
@@ -58,6 +61,23 @@ class HarnessConfig(_Section):
         8, gt=0, description="Model calls one rollout may make (Codex and OpenClaw have no such limit: ignored)."
     )
     max_tokens: int = Field(64, gt=0, description="Completion tokens per model call.")
+    mode: str | None = Field(
+        None,
+        description="The harness's API mode, for harnesses that have several. Stagehand: `responses` (OpenAI "
+        "Responses computer use, the default), `messages` (Anthropic computer use) or `chat` (chat completions, "
+        "Fara-7B style). Unset for every other harness.",
+    )
+
+    @model_validator(mode="after")
+    def _known_mode(self) -> "HarnessConfig":
+        if self.mode is None:
+            return self
+        modes = _MODES.get(self.name)
+        if modes is None:
+            raise ValueError(f"harness.mode is set but harness {self.name!r} has no modes: remove harness.mode")
+        if self.mode not in modes:
+            raise ValueError(f"harness.mode {self.mode!r} is not a {self.name} mode; use one of: {', '.join(modes)}")
+        return self
 
 
 class TasksConfig(_Section):

@@ -81,7 +81,7 @@ def run_rollout(
     record = Record(rollout_id=rollout_id, task_id=task_id, sample_index=sample_index, iteration=iteration)
     rollout = _Rollout(config, record, Path(task_dir), proxy_url.rstrip("/"), Path(trajectory), proxy_wait_s)
     try:
-        rollout.run(adapter or get_harness(config.harness.name), started)
+        rollout.run(adapter or get_harness(config.harness.name, config=config.harness), started)
     except TaskError as exc:
         record.fail(RolloutStatus.INFRA_ERROR, f"task folder unusable: {exc}")
     except HarnessNotInstalledError as exc:

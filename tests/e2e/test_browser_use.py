@@ -3,7 +3,7 @@
 proxy: the verifier passes, every call is recorded with its screenshot, and nothing
 leaves 127.0.0.1.
 
-The model is a scripted upstream in this file, not the dev engine: browser-use sends
+The model is a scripted upstream (tests/e2e/_scripted_model.py), not the dev engine: browser-use sends
 every call as a fresh system + user pair (no assistant turns, so the dev engine's
 script, which picks its turn by counting assistant messages, would replay its first
 turn forever), and the element indexes its actions need are Chromium's DOM node ids,
@@ -14,26 +14,18 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
+from tests.e2e._scripted_model import REPO, check_recorded_calls, run_web_rollout, scripted_model
 
 from components.core.config import ExperimentConfig
-from components.core.images import rebuild_request, referenced_images
+from components.core.images import rebuild_request
 from components.core.outcome import RolloutStatus
-from components.core.services import free_port, openforge_argv, start_service
-from components.core.trajectory import read_session
 from components.rollout.harnesses import get_harness
-from components.rollout.runner import run_rollout
 
-REPO = Path(__file__).resolve().parents[2]
 TASK = REPO / "examples" / "tasks" / "web" / "web-form-submit-1"
-ROLLOUT_ID = "web-form-submit-1-s0"
 PERSON = json.loads((TASK / "goal.json").read_text())["state"]["submissions"][0]
 ANSWER = f"Registered {PERSON['name']}"
 
@@ -60,74 +52,12 @@ def _actions(step: int, page: str) -> list[dict[str, Any]]:
     return [{"done": {"text": ANSWER, "success": True, "files_to_display": []}}]
 
 
-class ScriptedBrowserModel(ThreadingHTTPServer):
-    """An OpenAI-compatible upstream answering browser-use's ``agent_output`` replies."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.steps = 0
-        self.problems: list[str] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_port}"
-
-    def reply(self, body: dict[str, Any]) -> str:
-        parts = body["messages"][-1]["content"]
-        page = parts if isinstance(parts, str) else "\n".join(p.get("text", "") for p in parts)
-        try:
-            actions = _actions(self.steps, page)
-        except LookupError as exc:
-            self.problems.append(f"step {self.steps}: {exc}")
-            actions = [{"done": {"text": str(exc), "success": False, "files_to_display": []}}]
-        self.steps += 1
-        return json.dumps({"evaluation_previous_goal": "ok", "memory": "", "next_goal": "next", "action": actions})
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: ScriptedBrowserModel
-
-    def do_GET(self) -> None:
-        self._json({"object": "list", "data": [{"id": "scripted-browser-model", "object": "model"}]})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        content = self.server.reply(body)
-        # Token ids and logprobs as vLLM returns them (the proxy records nothing else as a
-        # trainable call), from a byte-level "tokenizer".
-        tokens = list(content.encode())
-        prompt = list(json.dumps(body["messages"]).encode()[:4096])
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": "stop",
-            "token_ids": tokens,
-            "logprobs": {"content": [{"token": chr(t), "logprob": 0.0} for t in tokens]},
-        }
-        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt + tokens)}
-        self._json({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [choice], "usage": usage, "prompt_token_ids": prompt})  # fmt: skip
-
-    def _json(self, data: dict[str, Any]) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def scripted_model() -> Iterator[ScriptedBrowserModel]:
-    server = ScriptedBrowserModel()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+def _reply(step: int, body: dict[str, Any]) -> dict[str, Any]:
+    """browser-use's ``agent_output`` reply for this step, from the page text of the request."""
+    parts = body["messages"][-1]["content"]
+    page = parts if isinstance(parts, str) else "\n".join(p.get("text", "") for p in parts)
+    actions = _actions(step, page)
+    return {"content": json.dumps({"evaluation_previous_goal": "ok", "memory": "", "next_goal": "next", "action": actions})}
 
 
 def _config() -> ExperimentConfig:
@@ -143,49 +73,30 @@ def _config() -> ExperimentConfig:
 
 
 @pytest.mark.slow
-def test_browser_use_submits_the_form_through_proxy(
-    chromium_ready: None, scripted_model: ScriptedBrowserModel, tmp_path: Path
-) -> None:
+def test_browser_use_submits_the_form_through_proxy(chromium_ready: None, tmp_path: Path) -> None:
     adapter = get_harness("browser-use")
     if not adapter.is_installed():
         pytest.skip(f"browser-use {adapter.version} is not installed: run `openforge harness install browser-use`")
-    traced = strace_available()
-    trace = tmp_path / "strace.log"
-    port = free_port()
-    sessions = str(tmp_path / "sessions")
-    argv = openforge_argv("proxy", "--upstream", scripted_model.url, "--out", sessions, "--port", str(port))
 
-    with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
-        outcome = run_rollout(
-            _config(),
-            iteration=0,
-            rollout_id=ROLLOUT_ID,
-            task_dir=TASK,
-            proxy_url=proxy.url,
-            trajectory=tmp_path / "sessions" / f"{ROLLOUT_ID}.jsonl",
-            out_dir=tmp_path / "out",
-            adapter=TracedHarness(adapter, trace) if traced else adapter,
-        )
-        proxy_log = proxy.log_tail()
+    with scripted_model(_reply) as model:
+        rollout = run_web_rollout(_config(), adapter, model, TASK, tmp_path)
 
-    assert not scripted_model.problems, scripted_model.problems
-    assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{proxy_log}"
+    outcome = rollout.outcome
+    assert not model.problems, model.problems
+    assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{rollout.proxy_log}"
     assert (outcome.passed, outcome.reward) == (True, 1.0), outcome.verifier_output
     assert outcome.final_answer == ANSWER
-    sessions = tmp_path / "sessions"
-    calls = read_session(sessions / f"{ROLLOUT_ID}.jsonl")
-    assert len(calls) == outcome.num_calls == scripted_model.steps == 3, [c.response for c in calls]
+    calls = rollout.calls
+    assert len(calls) == outcome.num_calls == model.steps == 3, [c.response for c in calls]
+    check_recorded_calls(rollout)
     for call in calls:
-        assert call.ok and call.session_id == ROLLOUT_ID, call.error
-        assert call.prompt_token_ids and len(call.completion_logprobs) == len(call.completion_token_ids) > 0
         assert call.request["response_format"]["json_schema"]["name"] == "agent_output"
         # One screenshot per call, stored once by hash beside the session and rebuilt exactly.
         parts = call.request["messages"][-1]["content"]
         assert sum("image" in part.get("type", "") for part in parts) == 1, [p.get("type") for p in parts]
-        assert len(call.images) == 1 and all((sessions / name).is_file() for name in referenced_images(call))
-        rebuilt = rebuild_request(call, sessions / "images")["messages"][-1]["content"]
+        assert len(call.images) == 1
+        rebuilt = rebuild_request(call, rollout.sessions / "images")["messages"][-1]["content"]
         assert any(str(part.get("image_url", {}).get("url", "")).startswith("data:image/png;base64,") for part in rebuilt)
     assert outcome.extra["egress_refused"] == [], outcome.extra["egress_refused"]
-    if traced:
-        outside = off_loopback(traced_connections(trace))
-        assert not outside, "connections off loopback:\n" + "\n".join(c.line for c in outside)
+    if rollout.outside is not None:
+        assert not rollout.outside, "connections off loopback:\n" + "\n".join(rollout.outside)

@@ -6,8 +6,11 @@ assistant's ``tool_calls``; ``tool_result`` blocks become ``tool`` messages plac
 the rest of their user message; a mid-conversation ``system`` message stays a system
 message. Images (base64 or URL sources) become ``image_url`` parts, base64 ones as data
 URLs; an image inside a ``tool_result`` moves to the user message after the tool messages
-(chat tool messages carry text). What the engine cannot take (documents, thinking blocks,
-server tools) is dropped and noted; top-level fields without a chat equivalent are noted
+(chat tool messages carry text). The computer-use tool (``computer_20250124``,
+``computer_20241022``) becomes the function ``computer`` with Anthropic's documented input
+schema (``_computer.py``), so the engine's calls come back as ``tool_use`` blocks named
+``computer``. What the engine cannot take (documents, thinking blocks, other server tools)
+is dropped and noted; top-level fields without a chat equivalent are noted
 as ignored.
 """
 
@@ -19,6 +22,7 @@ import orjson
 
 from components.proxy.errors import bad_request
 from components.proxy.surfaces._checks import list_at, object_at, string_at
+from components.proxy.surfaces._computer import ANTHROPIC_TOOL_TYPES, COMPUTER, anthropic_function
 from components.proxy.surfaces._parts import ChatContent, image_part
 from components.proxy.surfaces.base import TranslationNotes, pass_through
 
@@ -209,6 +213,10 @@ def _tools(tools: Any, notes: TranslationNotes) -> list[dict[str, Any]]:
     for index, tool in enumerate(list_at(tools, "tools")):
         where = f"tools[{index}]"
         tool = object_at(tool, where)
+        if tool.get("type") in ANTHROPIC_TOOL_TYPES:
+            chat_tools.append(anthropic_function(tool))
+            notes.mapped.append(f"{where} {tool['type']} -> function {COMPUTER!r} with its documented input schema")
+            continue
         if tool.get("type") not in _CUSTOM_TOOL_TYPES:  # server tools (web_search_..., bash_...) the engine cannot run
             notes.dropped.append(f"{where} (type {tool.get('type')})")
             continue

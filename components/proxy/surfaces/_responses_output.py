@@ -11,6 +11,7 @@ from typing import Any
 
 from components.proxy.errors import ProxyError
 from components.proxy.surfaces._checks import short_id
+from components.proxy.surfaces._computer import COMPUTER, action_of, computer_call_item, declares_computer
 from components.proxy.surfaces._responses_request import tool_names
 
 
@@ -24,6 +25,9 @@ class ResponseIds:
 
     def function_call(self, position: int) -> str:
         return f"fc_{self.base}_{position}"
+
+    def computer_call(self, position: int) -> str:
+        return f"cu_{self.base}_{position}"
 
     def call_id(self, tool_call: dict[str, Any], position: int) -> str:
         # The engine's id is kept as is: the harness echoes it in function_call_output.call_id.
@@ -56,6 +60,22 @@ def function_call_item(
     if namespace is not None:
         item["namespace"] = namespace
     return item
+
+
+def tool_call_item(
+    ids: ResponseIds, position: int, call_id: str, chat_name: str, arguments: str, request: dict[str, Any],
+    names: dict[str, tuple[str | None, str]],
+) -> dict[str, Any]:  # fmt: skip
+    """The output item of one engine tool call: a computer_call when it calls the computer tool.
+
+    Arguments that are no action object stay a function_call named ``computer``: the
+    harness sees what the model produced instead of an action the proxy made up.
+    """
+    if chat_name == COMPUTER and declares_computer(request.get("tools")):
+        action = action_of(arguments)
+        if action is not None:
+            return computer_call_item(ids.computer_call(position), call_id, action)
+    return function_call_item(ids, position, call_id, chat_name, arguments, names)
 
 
 def usage(chat_usage: Any, prompt_tokens: int | None = None) -> dict[str, Any]:
@@ -123,7 +143,7 @@ def response_from_chat(chat: dict[str, Any], request: dict[str, Any]) -> dict[st
     for position, call in enumerate(message.get("tool_calls") or ()):
         function = call.get("function") or {}
         name, arguments = function.get("name") or "", function.get("arguments") or ""
-        output.append(function_call_item(ids, position, ids.call_id(call, position), name, arguments, names))
+        output.append(tool_call_item(ids, position, ids.call_id(call, position), name, arguments, request, names))
     status, incomplete = status_of(choice.get("finish_reason"))
     return response_body(
         request, ids, chat.get("created"), chat.get("model"),

@@ -8,7 +8,9 @@ become ``image_url`` parts; images in a ``function_call_output`` or a
 ``computer_call_output`` (computer-use screenshots) go to a user message after the tool
 outputs, since chat tool messages carry text. Function tools become chat function
 tools; a ``namespace`` tool is flattened into ``<namespace>__<name>`` functions (mapped
-back on the way out); other tool types (web_search, custom, ...) are dropped and noted.
+back on the way out); a ``computer_use_preview`` tool becomes the function ``computer``,
+a ``computer_call`` its assistant tool call and a ``computer_call_output`` its tool
+message (``_computer.py``); other tool types (web_search, custom, ...) are dropped and noted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ from typing import Any
 
 from components.proxy.errors import bad_request
 from components.proxy.surfaces._checks import list_at, object_at, string_at
+from components.proxy.surfaces._computer import (
+    COMPUTER,
+    RESPONSES_TOOL_TYPES,
+    arguments_of,
+    output_text,
+    responses_function,
+)
 from components.proxy.surfaces._parts import ChatContent, image_part
 from components.proxy.surfaces.base import TranslationNotes, pass_through
 
@@ -109,17 +118,14 @@ def _item(
         if namespace is not None:
             string_at(namespace, f"{path}.namespace")
         name = flat_name(namespace, string_at(item.get("name"), f"{path}.name"))
-        call = {
-            "id": string_at(item.get("call_id"), f"{path}.call_id"),
-            "type": "function",
-            "function": {"name": name, "arguments": string_at(item.get("arguments", ""), f"{path}.arguments")},
-        }
-        last = messages[-1] if messages else None
-        if last is not None and last["role"] == "assistant":  # the same model turn as the text before it
-            last.setdefault("tool_calls", []).append(call)
-            last["content"] = last["content"] or None
-        else:
-            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        _assistant_call(messages, item, path, name, string_at(item.get("arguments", ""), f"{path}.arguments"))
+    elif kind == "computer_call":
+        # The engine's call of the function the computer tool became, as it made it.
+        action = object_at(item.get("action"), f"{path}.action")
+        _assistant_call(messages, item, path, COMPUTER, arguments_of(action))
+        notes.mapped.append(f"{path} computer_call -> assistant tool call {COMPUTER!r}")
+        if item.get("pending_safety_checks"):
+            notes.ignored.append(f"{path}.pending_safety_checks")
     elif kind == "function_call_output":
         texts = ChatContent()
         for part in _content(item.get("output", ""), f"{path}.output", notes, images=True).parts():
@@ -131,16 +137,51 @@ def _item(
         call_id = string_at(item.get("call_id"), f"{path}.call_id")
         messages.append({"role": "tool", "tool_call_id": call_id, "content": texts.value()})
     elif kind == "computer_call_output":
-        # The computer_call it answers is not a function call the engine made (dropped below);
-        # the screenshot is what the model must see next.
-        output = object_at(item.get("output"), f"{path}.output")
-        if output.get("type") in _IMAGE_PARTS and isinstance(output.get("image_url"), str):
-            pending.append(image_part(output["image_url"], output.get("detail")))
-            notes.mapped.append(f"{path} computer_call_output screenshot -> image_url part of a user message")
+        # The tool message answers the computer_call's tool call; the screenshot, which a chat
+        # tool message cannot carry, is what the model sees next, in the user message after.
+        output = item.get("output")
+        if isinstance(output, str):  # Stagehand's answer when it could not even take a screenshot
+            text = output
         else:
-            notes.dropped.append(f"{path} (computer_call_output without an image_url)")
-    else:  # reasoning, item_reference, computer_call, custom or hosted tool calls: nothing the engine can read
+            output = object_at(output, f"{path}.output")
+            text = output_text(output)
+            if output.get("type") in _IMAGE_PARTS and isinstance(output.get("image_url"), str):
+                pending.append(image_part(output["image_url"], output.get("detail")))
+                notes.mapped.append(f"{path} computer_call_output screenshot -> image_url part of a user message")
+            else:
+                notes.dropped.append(f"{path}.output (no image_url)")
+        if item.get("acknowledged_safety_checks"):
+            notes.ignored.append(f"{path}.acknowledged_safety_checks")
+        call_id = string_at(item.get("call_id"), f"{path}.call_id")
+        if _called(messages, call_id):
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            notes.mapped.append(f"{path} computer_call_output -> tool message")
+        else:  # a tool message answering no call would break the chat template's turn order
+            notes.dropped.append(f"{path} tool message (no computer_call {call_id!r} before it)")
+    else:  # reasoning, item_reference, custom or hosted tool calls: nothing the engine can read
         notes.dropped.append(f"{path} ({kind})")
+
+
+def _assistant_call(messages: list[dict[str, Any]], item: dict[str, Any], path: str, name: str, arguments: str) -> None:
+    call = {
+        "id": string_at(item.get("call_id"), f"{path}.call_id"),
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+    last = messages[-1] if messages else None
+    if last is not None and last["role"] == "assistant":  # the same model turn as the text before it
+        last.setdefault("tool_calls", []).append(call)
+        last["content"] = last["content"] or None
+    else:
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+def _called(messages: list[dict[str, Any]], call_id: str) -> bool:
+    """Whether an assistant message so far made the tool call ``call_id``."""
+    return any(
+        call.get("id") == call_id for message in messages if message["role"] == "assistant"
+        for call in message.get("tool_calls") or ()
+    )  # fmt: skip
 
 
 def _content(content: Any, path: str, notes: TranslationNotes, *, images: bool) -> ChatContent:
@@ -185,6 +226,9 @@ def _tools(tools: Any, notes: TranslationNotes) -> list[dict[str, Any]]:
             chat_tools.extend(flattened)
             pattern = flat_name(namespace, "<name>")
             notes.mapped.append(f"{where} namespace {namespace!r} -> {len(flattened)} functions named {pattern}")
+        elif kind in RESPONSES_TOOL_TYPES:
+            chat_tools.append(responses_function(tool))
+            notes.mapped.append(f"{where} {kind} -> function {COMPUTER!r} (its calls come back as computer_call items)")
         else:  # web_search, file_search, custom (freeform), local_shell, ...: not function calls the engine can make
             notes.dropped.append(f"{where} (type {kind})")
     return chat_tools

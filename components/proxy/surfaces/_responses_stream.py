@@ -3,7 +3,9 @@
 Sequence: ``response.created``, ``response.in_progress``; for text an output item
 (``output_item.added``, ``content_part.added``, ``output_text.delta``..., ``output_text.done``,
 ``content_part.done``, ``output_item.done``); per tool call a ``function_call`` item
-(``output_item.added``, ``function_call_arguments.delta``..., ``.done``, ``output_item.done``);
+(``output_item.added``, ``function_call_arguments.delta``..., ``.done``, ``output_item.done``),
+or for a call of the computer tool a ``computer_call`` item (``output_item.added`` and
+``.done``, both sent once its arguments are complete: its action is one object);
 then ``response.completed`` (or ``response.incomplete`` when the token limit cut the
 answer) holding the whole response, sent only once the call is recorded. Every event has
 its ``event:`` name and a ``sequence_number``.
@@ -17,6 +19,7 @@ import orjson
 
 from components.proxy.errors import ProxyError
 from components.proxy.sse import sse_event
+from components.proxy.surfaces._computer import COMPUTER, declares_computer
 from components.proxy.surfaces._responses_output import (
     ResponseIds,
     error_code,
@@ -25,6 +28,7 @@ from components.proxy.surfaces._responses_output import (
     response_body,
     status_of,
     text_part,
+    tool_call_item,
     usage,
 )
 from components.proxy.surfaces._responses_request import tool_names
@@ -34,6 +38,8 @@ class ResponsesStream:
     def __init__(self, request: dict[str, Any]) -> None:
         self._request = request
         self._names = tool_names(request.get("tools"))
+        self._computer = declares_computer(request.get("tools"))
+        self._held = False  # the open item is a computer call, sent whole when it closes
         self._ids = ResponseIds(None)
         self._head: dict[str, Any] = {}
         self._sequence = 0
@@ -109,11 +115,15 @@ class ResponsesStream:
             call_id = self._ids.call_id(call, index)
             name = function.get("name") or ""
             self._open = function_call_item(self._ids, index, call_id, name, "", self._names, status="in_progress")
-            head += self._event("response.output_item.added", output_index=len(self._output), item=self._open)
+            self._held = self._computer and name == COMPUTER
+            if not self._held:
+                head += self._event("response.output_item.added", output_index=len(self._output), item=self._open)
         arguments = function.get("arguments")
         if not arguments or self._open is None or self._calls[index] != len(self._output):
             return head  # argument pieces of an item already closed cannot be sent any more
         self._open["arguments"] += arguments
+        if self._held:
+            return head
         return head + self._event("response.function_call_arguments.delta", **self._where(), delta=arguments)
 
     def _where(self) -> dict[str, Any]:
@@ -124,6 +134,8 @@ class ResponsesStream:
         if item is None:
             return b""
         where = {"item_id": item["id"], "output_index": len(self._output)}
+        if self._held:
+            return self._close_held(item)
         if item["type"] == "message":
             text = "".join(self._text)
             part = text_part(text)
@@ -133,6 +145,21 @@ class ResponsesStream:
         else:
             item = {**item, "status": "completed"}
             events = self._event("response.function_call_arguments.done", **where, name=item["name"], arguments=item["arguments"])
+        self._output.append(item)
+        return events + self._event("response.output_item.done", output_index=where["output_index"], item=item)
+
+    def _close_held(self, held: dict[str, Any]) -> bytes:
+        """A computer call's item, added and done at once (a function_call when its arguments are no action)."""
+        self._held = False
+        position = next(index for index, at in self._calls.items() if at == len(self._output))
+        call_id, arguments = held["call_id"], held["arguments"]
+        item = tool_call_item(self._ids, position, call_id, COMPUTER, arguments, self._request, self._names)
+        where = {"item_id": item["id"], "output_index": len(self._output)}
+        added = {**item, "status": "in_progress"}
+        events = self._event("response.output_item.added", output_index=where["output_index"], item=added)
+        if item["type"] == "function_call":
+            events += self._event("response.function_call_arguments.delta", **where, delta=arguments)
+            events += self._event("response.function_call_arguments.done", **where, name=item["name"], arguments=arguments)
         self._output.append(item)
         return events + self._event("response.output_item.done", output_index=where["output_index"], item=item)
 

@@ -1,4 +1,4 @@
-"""Harness adapters: the reference harness, Claude Code, Codex CLI, OpenClaw, mini-swe-agent, browser-use.
+"""Harness adapters: the reference harness, Claude Code, Codex CLI, OpenClaw, mini-swe-agent, browser-use, Stagehand.
 
 ``get_harness(name)`` gives the adapter the experiment config's ``harness.name`` selects;
 versions are pinned in ``versions.py``; ``openforge harness install NAME`` installs one.
@@ -6,6 +6,7 @@ versions are pinned in ``versions.py``; ``openforge harness install NAME`` insta
 
 from pathlib import Path
 
+from components.core.config import HarnessConfig
 from components.rollout.harnesses._install import (
     HarnessInstallError,
     HarnessNotInstalledError,
@@ -19,14 +20,16 @@ from components.rollout.harnesses.codex import Codex
 from components.rollout.harnesses.mini_swe_agent import MiniSweAgent
 from components.rollout.harnesses.openclaw import OpenClaw
 from components.rollout.harnesses.reference import ReferenceHarness
+from components.rollout.harnesses.stagehand import Stagehand
 
 HARNESSES: dict[str, type[HarnessAdapter]] = {
-    cls.name: cls for cls in (ReferenceHarness, ClaudeCode, Codex, OpenClaw, MiniSweAgent, BrowserUse)
+    cls.name: cls for cls in (ReferenceHarness, ClaudeCode, Codex, OpenClaw, MiniSweAgent, BrowserUse, Stagehand)
 }
 
 
-def get_harness(name: str, home: Path | None = None) -> HarnessAdapter:
-    """The adapter for config ``harness.name``; ``home`` overrides where harnesses are installed."""
+def get_harness(name: str, home: Path | None = None, config: HarnessConfig | None = None) -> HarnessAdapter:
+    """The adapter for config ``harness.name``; ``home`` overrides where harnesses are installed,
+    ``config`` (the experiment's ``harness`` section) carries per-harness settings such as ``mode``."""
     try:
         adapter = HARNESSES[name]()
     except KeyError:
@@ -34,6 +37,8 @@ def get_harness(name: str, home: Path | None = None) -> HarnessAdapter:
         raise ValueError(f"harness {name!r} has no adapter; use one of: {known}") from None
     if home is not None:
         adapter.home = home
+    if config is not None:
+        adapter.configure(config)
     return adapter
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from components.core.config import HarnessConfig
 from components.rollout.harnesses._install import (
     HarnessNotInstalledError,
     Installer,
@@ -73,6 +74,9 @@ class HarnessAdapter(ABC):
     @abstractmethod
     def final_answer(self, run: HarnessRun, stdout: str) -> str | None:
         """The harness's final answer once it exited (None when it left none)."""
+
+    def configure(self, config: HarnessConfig) -> None:
+        """Take the experiment's per-harness settings (``harness.mode``); most harnesses have none."""
 
     # -- installation ----------------------------------------------------------------
 
@@ -138,3 +142,13 @@ def read_json_output(stdout: str) -> Any:
             except ValueError:
                 continue
     return None
+
+
+def answer_in_json_file(path: Path, key: str) -> str | None:
+    """The non-empty string at ``key`` of the JSON object a driver wrote to ``path`` (None when there is none)."""
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    answer = result.get(key) if isinstance(result, dict) else None
+    return answer if isinstance(answer, str) and answer else None

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from components.rollout.harnesses._install import PipVenvInstaller
-from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun
+from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun, answer_in_json_file
 from components.rollout.harnesses.versions import BROWSER_USE
 
 DRIVER = Path(__file__).with_name("_browser_use_driver.py")
@@ -57,9 +57,4 @@ class BrowserUse(HarnessAdapter):
         return HarnessCommand(argv=[self.executable("python"), "-I", str(DRIVER), str(settings_file)], env=env)
 
     def final_answer(self, run: HarnessRun, stdout: str) -> str | None:
-        try:
-            result = json.loads(self._result_file(run).read_text())
-        except (OSError, ValueError):
-            return None
-        answer = result.get("final_result") if isinstance(result, dict) else None
-        return answer if isinstance(answer, str) else None
+        return answer_in_json_file(self._result_file(run), "final_result")

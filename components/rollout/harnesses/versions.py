@@ -39,3 +39,6 @@ MINI_SWE_AGENT = Pin("pip", "mini-swe-agent", "2.4.6")
 LITELLM = Pin("pip", "litellm", "1.110.2")
 # A browser agent (docs/harnesses.md); 0.13.x attaches to a browser it did not launch over CDP.
 BROWSER_USE = Pin("pip", "browser-use", "0.13.14")
+# A browser agent with three computer-use API modes (docs/harnesses.md); 3.x runs on Node 20+,
+# 4.x needs Node >= 22 and has not been measured here.
+STAGEHAND = Pin("npm", "@browserbasehq/stagehand", "3.7.3")

@@ -43,6 +43,15 @@ def test_bad_storage_scheme(tmp_path: Path) -> None:
         _load(tmp_path, "name: demo\ntasks: {source: x}\nstorage: {uri: 'http://bucket'}\n")
 
 
+def test_harness_mode_is_checked_against_the_harness(tmp_path: Path) -> None:
+    config = _load(tmp_path, "name: demo\ntasks: {source: x}\nharness: {name: stagehand, mode: messages}\n")
+    assert config.harness.mode == "messages"
+    with pytest.raises(ConfigError, match=r"harness: .*'anthropic' is not a stagehand mode; use one of: responses, messages, chat"):
+        _load(tmp_path, "name: demo\ntasks: {source: x}\nharness: {name: stagehand, mode: anthropic}\n")
+    with pytest.raises(ConfigError, match=r"harness: .*harness 'codex' has no modes: remove harness.mode"):
+        _load(tmp_path, "name: demo\ntasks: {source: x}\nharness: {name: codex, mode: chat}\n")
+
+
 def test_wrong_type_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"rollout\.concurrency"):
         _load(tmp_path, "name: demo\ntasks: {source: x}\nrollout: {concurrency: many}\n")

@@ -67,6 +67,8 @@ class FakeEngine:
     gate: asyncio.Event | None = None  # pause streams after the first token until set
     released_by_gate: bool | None = None  # whether the paused stream resumed because the gate was set
     cut_stream: bool = False  # drop the connection after the first token
+    # Answer with these tool calls ({"name", "arguments": JSON text}) instead of the text.
+    tool_calls: list[dict[str, str]] | None = None
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -88,9 +90,39 @@ class FakeEngine:
                 self.fail_calls -= 1
             error = {"message": "engine exploded", "type": "InternalServerError", "param": None, "code": self.fail_status}
             return web.json_response({"error": error}, status=self.fail_status)
+        if self.tool_calls is not None:
+            return await self._tool_calls(request, body)
         if body.get("stream"):
             return await self._stream(request, body)
         return web.json_response(_completion(body, self._id()))
+
+    async def _tool_calls(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        calls = [{"id": f"call_{i}", "type": "function", "function": dict(c)} for i, c in enumerate(self.tool_calls or ())]
+        if not body.get("stream"):
+            completion = _completion(body, self._id())
+            choice = completion["choices"][0]
+            choice["message"] |= {"content": None, "tool_calls": calls}
+            choice["finish_reason"] = "tool_calls"
+            return web.json_response(completion)
+        out = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await out.prepare(request)
+        head = _head(body, "chat.completion.chunk", self._id())
+        first = {"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}
+        extra = {"prompt_token_ids": FAKE_PROMPT_IDS} if body.get("return_token_ids") else {}
+        chunks = [{**head, "choices": [first], **extra}]
+        for index, call in enumerate(calls):  # vLLM's shape: the name first, the arguments in pieces
+            arguments = call["function"]["arguments"]
+            opening = {"index": index, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": ""}}
+            chunks.append({**head, "choices": [{"index": 0, "delta": {"tool_calls": [opening]}, "finish_reason": None}]})
+            for piece in (arguments[: len(arguments) // 2], arguments[len(arguments) // 2 :]):
+                delta = {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                chunks.append({**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+        chunks.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+        for chunk in chunks:
+            await out.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+        await out.write(b"data: [DONE]\n\n")
+        await out.write_eof()
+        return out
 
     def _id(self) -> str:
         # One id per answer, as vLLM's: Responses ids (resp_ + this) must tell answers apart.

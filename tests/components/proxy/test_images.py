@@ -146,15 +146,19 @@ def test_responses_input_images_and_computer_screenshots_are_recorded_by_referen
     engine_got = fake_engine.requests[-1]
     assert engine_got["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Find the price."}, {"type": "image_url", "image_url": {"url": data_url(SCREEN)}}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "cu_1", "type": "function", "function": {"name": "computer", "arguments": '{"type": "click", "x": 3, "y": 4}'}},
+        ]},
+        {"role": "tool", "tool_call_id": "cu_1", "content": ""},
         {"role": "user", "content": [{"type": "image_url", "image_url": {"url": data_url(BUTTON, "image/jpeg")}}]},
-    ]
+    ]  # fmt: skip
     out = tmp_path / "out"
     _check_store(out, {SCREEN: "png", BUTTON: "jpg"})
     [call] = read_session(out / "img.jsonl")
     assert call.images[:2] == ["/request/input/0/content/1/image_url", "/request/input/2/output/image_url"]
     assert rebuild_request(call, out / "images") == original
     assert rebuild_upstream_request(call, out / "images") == engine_got
-    assert "input[1] (computer_call)" in call.translation.dropped
+    assert "input[1] computer_call -> assistant tool call 'computer'" in call.translation.mapped
 
 
 def test_a_body_without_images_is_recorded_as_before(fake_proxy: str, tmp_path: Path) -> None:

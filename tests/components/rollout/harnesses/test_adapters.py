@@ -6,12 +6,14 @@ what the adapter hands the runner. The real harnesses run in tests/e2e/test_harn
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from components.core.config import HarnessConfig
 from components.rollout.harnesses import HarnessAdapter, HarnessRun, get_harness
 from components.rollout.harnesses._install import _MARKER
 from components.rollout.harnesses.versions import NODE
@@ -138,3 +140,38 @@ def test_final_answer_is_read_where_each_harness_leaves_it(
         (run.scratch_dir / filename).write_text(text)
 
     assert get_harness(name, home=tmp_path).final_answer(run, stdout) == expected
+
+
+@pytest.mark.parametrize(("mode", "base_url"), [("responses", BASE_URL), ("chat", BASE_URL), ("messages", BASE_URL.removesuffix("/v1"))])
+def test_stagehand_driver_gets_the_mode_its_sdk_base_url_and_the_runners_browser(
+    mode: str, base_url: str, run: HarnessRun, tmp_path: Path
+) -> None:
+    adapter = _installed("stagehand", tmp_path / "harnesses")
+    adapter.configure(HarnessConfig(name="stagehand", mode=mode))
+    browser_run = dataclasses.replace(run, browser_cdp_url="http://127.0.0.1:9222")
+
+    command = adapter.command(browser_run)
+
+    assert command.argv[0].endswith("/node") and command.argv[1].endswith("_stagehand_driver.mjs")
+    settings = json.loads(Path(command.argv[2]).read_text())
+    assert (settings["mode"], settings["base_url"], settings["max_steps"]) == (mode, base_url, 6)
+    assert settings["cdp_url"] == "http://127.0.0.1:9222" and settings["api_key"] not in command.argv
+    assert settings["stagehand_entry"].startswith(str(adapter.folder / "node_modules" / "@browserbasehq" / "stagehand"))
+    assert command.env["PATH"].startswith(str(adapter.folder / "node_modules" / ".bin"))
+    with pytest.raises(ValueError, match="browser_cdp_url"):
+        adapter.command(run)  # no browser: the runner must give it one (needs_browser)
+
+
+def test_stagehand_mode_defaults_to_responses_and_comes_from_the_experiment_config(tmp_path: Path) -> None:
+    assert get_harness("stagehand").mode == "responses"
+    assert get_harness("stagehand", config=HarnessConfig(name="stagehand", mode="chat")).mode == "chat"
+    assert get_harness("stagehand").needs_browser
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [('{"message": "Registered Kemi", "completed": true}', "Registered Kemi"), ('{"message": ""}', None), ("oops", None)],
+)
+def test_stagehand_final_answer_is_the_agents_message(result: str, expected: str | None, run: HarnessRun, tmp_path: Path) -> None:
+    (run.scratch_dir / "stagehand-result.json").write_text(result)
+    assert get_harness("stagehand", home=tmp_path).final_answer(run, "") == expected
