@@ -107,7 +107,7 @@ class WebTask:
         return self.app.url + self.path
 
     def render_prompt(self, prompt: str) -> str:
-        return prompt.replace(URL_PLACEHOLDER, self.app.url)
+        return prompt.replace(URL_PLACEHOLDER, self.url)
 
     def verifier_env(self) -> dict[str, str]:
         """For the verifier only: the harness must not get the token."""

@@ -65,7 +65,8 @@ def test_unknown_miniwob_task_names_web_yaml(tmp_path: Path) -> None:
 def test_no_episode_fails_and_the_report_endpoint_refuses_garbage(tmp_path: Path) -> None:
     task_dir = MINIWOB_TASKS / "miniwob-click-button-0"
     with start_web_task(task_dir) as web:
-        assert web.url.endswith("/miniwob/click-button.html")
+        assert web.url == f"{web.app.url}/miniwob/click-button.html"
+        assert web.render_prompt("The page {web_url} is open.") == f"The page {web.url} is open."
         assert web.state()["result"] == {"ended": False}
         assert run_verifier(task_dir, tmp_path, web.verifier_env()) == (False, 0.0)
         request = urllib.request.Request(web.app.url + REPORT_PATH, data=b'{"event": "end"}', method="POST")
