@@ -27,7 +27,7 @@ from tests.e2e._connections import TracedHarness, off_loopback, strace_available
 
 from components.core.config import ExperimentConfig
 from components.core.images import rebuild_request, referenced_images
-from components.core.outcome import Outcome
+from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import free_port, openforge_argv, start_service
 from components.core.trajectory import RecordedCall, read_session
 from components.rollout.harnesses import get_harness
@@ -166,6 +166,15 @@ def run_browser_use(
         proxy_log = proxy.log_tail()
     calls = read_session(sessions / f"{rollout_id}.jsonl") if (sessions / f"{rollout_id}.jsonl").exists() else []
     return BrowserUseRollout(outcome, calls, sessions, proxy_log, trace)
+
+
+def assert_passed(run: BrowserUseRollout, model: ScriptedBrowserModel, calls: int) -> None:
+    """The script ran as written, the verifier passed, and each of its ``calls`` steps was recorded."""
+    assert not model.problems, model.problems
+    outcome = run.outcome
+    assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{run.proxy_log}"
+    assert (outcome.passed, outcome.reward) == (True, 1.0), outcome.verifier_output
+    assert len(run.calls) == outcome.num_calls == model.steps == calls, [c.response for c in run.calls]
 
 
 def assert_recorded_with_screenshots(run: BrowserUseRollout, rollout_id: str) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from tests.e2e._browser_use import (
     REPO,
+    assert_passed,
     assert_recorded_with_screenshots,
     assert_stayed_on_loopback,
     done,
@@ -20,8 +21,6 @@ from tests.e2e._browser_use import (
     run_browser_use,
     scripted_browser_model,
 )
-
-from components.core.outcome import RolloutStatus
 
 TASK = REPO / "examples" / "tasks" / "web" / "web-form-submit-1"
 ROLLOUT_ID = "web-form-submit-1-s0"
@@ -50,11 +49,7 @@ def test_browser_use_submits_the_form_through_proxy(chromium_ready: None, tmp_pa
         # The script's three steps, two to spare.
         run = run_browser_use(model, TASK, ROLLOUT_ID, tmp_path, max_turns=5)
 
-    assert not model.problems, model.problems
-    outcome = run.outcome
-    assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{run.proxy_log}"
-    assert (outcome.passed, outcome.reward) == (True, 1.0), outcome.verifier_output
-    assert outcome.final_answer == ANSWER
-    assert len(run.calls) == outcome.num_calls == model.steps == 3, [c.response for c in run.calls]
+    assert_passed(run, model, calls=3)
+    assert run.outcome.final_answer == ANSWER
     assert_recorded_with_screenshots(run, ROLLOUT_ID)
     assert_stayed_on_loopback(run)

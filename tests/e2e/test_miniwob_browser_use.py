@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from tests.e2e._browser_use import (
     REPO,
+    assert_passed,
     assert_recorded_with_screenshots,
     assert_stayed_on_loopback,
     done,
@@ -21,8 +22,6 @@ from tests.e2e._browser_use import (
     run_browser_use,
     scripted_browser_model,
 )
-
-from components.core.outcome import RolloutStatus
 
 TASK = REPO / "examples" / "tasks" / "miniwob" / "miniwob-click-button-1"
 ROLLOUT_ID = "miniwob-click-button-1-s0"
@@ -43,10 +42,6 @@ def test_browser_use_solves_a_miniwob_episode_through_proxy(chromium_ready: None
     with scripted_browser_model(_actions) as model:
         run = run_browser_use(model, TASK, ROLLOUT_ID, tmp_path, max_turns=4)
 
-    assert not model.problems, model.problems
-    outcome = run.outcome
-    assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{run.proxy_log}"
-    assert (outcome.passed, outcome.reward) == (True, 1.0), outcome.verifier_output
-    assert len(run.calls) == outcome.num_calls == model.steps == 2, [c.response for c in run.calls]
+    assert_passed(run, model, calls=2)
     assert_recorded_with_screenshots(run, ROLLOUT_ID)
     assert_stayed_on_loopback(run)
