@@ -74,12 +74,12 @@ def task_path(task: str) -> str:
     return f"/miniwob/{task}.html"
 
 
-def new_state() -> dict:
-    """What the state endpoint returns: every episode's start and end, and the judged result."""
-    return {"episodes": [], "result": {"ended": False}}
+def new_state(task: str, seed: int) -> dict:
+    """What the state endpoint returns: the task, every episode's start and end, and the judged result."""
+    return {"task": task, "seed": seed, "episodes": [], "result": {"ended": False}}
 
 
-def add_routes(app: web.Application, task: str, seed: int, state: dict) -> None:
+def add_routes(task: str, seed: int, app: web.Application, state: dict) -> None:
     """Serve the pages, ``task``'s with the episode script injected, and take the script's reports."""
     root = pages_root()
     page = (root / "miniwob" / f"{task}.html").read_text()
@@ -91,7 +91,6 @@ def add_routes(app: web.Application, task: str, seed: int, state: dict) -> None:
     )
     head, tail = page.rsplit("</body>", 1)
     served = head + injected + tail
-    state.update(task=task, seed=seed)
 
     async def task_page(request: web.Request) -> web.Response:
         return web.Response(text=served, content_type="text/html")

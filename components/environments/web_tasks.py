@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -137,7 +138,7 @@ def start_web_task(task_dir: str | Path) -> WebTask | None:
 
 def start_app(spec: WebTaskSpec) -> WebTask:
     if spec.app == miniwob.APP:
-        running = serve(lambda app, state: miniwob.add_routes(app, spec.goal, spec.seed, state), miniwob.new_state())
+        running = serve(partial(miniwob.add_routes, spec.goal, spec.seed), miniwob.new_state(spec.goal, spec.seed))
         return WebTask(spec, running, miniwob.task_path(spec.goal))
     module = APPS[spec.app]
     world = module.build_world(spec.seed)
