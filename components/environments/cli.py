@@ -20,9 +20,11 @@ def miniwob_command(
     out: Annotated[Path, typer.Option("--out", help="Folder to write the task folders into (created if missing).")],
     tasks: Annotated[
         str | None,
-        typer.Option(help="Comma-separated MiniWoB task names (click-button,enter-text,...); default: the shipped suite."),
+        typer.Option(help="Comma-separated MiniWoB tasks (click-button,enter-text,...); default: the shipped suite."),
     ] = None,
-    seeds: Annotated[int | None, typer.Option(min=1, help="Episodes per task: seeds 0..N-1; default: the shipped suite's.")] = None,
+    seeds: Annotated[
+        int | None, typer.Option(min=1, help="Episodes per task: seeds 0..N-1; default: the shipped suite's.")
+    ] = None,
 ) -> None:
     """One task folder per (MiniWoB task, seed): the page's utterance as the prompt, its reward as the verdict.
 

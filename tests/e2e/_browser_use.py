@@ -187,7 +187,8 @@ def assert_recorded_with_screenshots(run: BrowserUseRollout, rollout_id: str) ->
         assert sum("image" in part.get("type", "") for part in parts) == 1, [p.get("type") for p in parts]
         assert len(call.images) == 1 and all((run.sessions / name).is_file() for name in referenced_images(call))
         rebuilt = rebuild_request(call, run.sessions / "images")["messages"][-1]["content"]
-        assert any(str(part.get("image_url", {}).get("url", "")).startswith("data:image/png;base64,") for part in rebuilt)
+        urls = [str(part.get("image_url", {}).get("url", "")) for part in rebuilt]
+        assert any(url.startswith("data:image/png;base64,") for url in urls)
 
 
 def assert_stayed_on_loopback(run: BrowserUseRollout) -> None:
