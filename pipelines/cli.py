@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from components.engine.cli import engine_app, model_app, serve_step_command
+from components.environments.cli import tasks_app
 from components.proxy.cli import proxy_command
 from components.reward.cli import score_command
 from components.rollout.cli import rollout_command
@@ -37,6 +38,7 @@ app.command("submit")(submit_command)
 app.command("status")(status_command)
 app.add_typer(batch_app, name="batch")
 app.add_typer(harness_app, name="harness")
+app.add_typer(tasks_app, name="tasks")
 
 # What the iteration's containers run (`openforge step <name> --iteration K ...`).
 step_app = typer.Typer(help="The RL iteration's steps, as the workflow runs them.", no_args_is_help=True)

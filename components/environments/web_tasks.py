@@ -8,16 +8,19 @@ What the rollout runner calls (docs/environments.md)::
     verifier env |= web.verifier_env()         # the state endpoint and its token
     web.stop()
 
-``web.yaml`` sits beside ``task.yaml`` because the task loader forbids unknown fields;
-the proposal is to move it into ``task.yaml`` as ``web: {app, seed, goal}``. The task
-folders are generated from (app, seed, goal) by ``python -m
-components.environments write-web-tasks DIR`` and checked in; a test keeps them equal.
+``web.yaml`` sits beside ``task.yaml`` (docs/tasks.md says why). ``app: miniwob`` serves
+a MiniWoB++ task page instead of one of our apps: ``goal`` names the MiniWoB task, ``seed``
+its episode (miniwob.py). The task folders are generated from (app, seed, goal) and checked
+in (``python -m components.environments write-web-tasks DIR``; ``openforge tasks miniwob``);
+tests keep them equal.
 """
 
 from __future__ import annotations
 
 import json
+import urllib.request
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
@@ -25,9 +28,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from components.core.validation import join_errors
+from components.environments import miniwob
+from components.environments.base import EnvironmentSetupError
 from components.environments.webapps import APPS
-from components.environments.webapps.goal import URL_PLACEHOLDER
-from components.environments.webapps.server import RunningApp, serve
+from components.environments.webapps.goal import URL_PLACEHOLDER, Goal
+from components.environments.webapps.server import TOKEN_HEADER, RunningApp, serve
 
 WEB_FILE = "web.yaml"
 GOAL_FILE = "goal.json"
@@ -54,12 +59,23 @@ class WebTaskSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    app: Literal["shop", "form", "flights"]
+    app: Literal["shop", "form", "flights", "miniwob"]
     seed: int = Field(ge=0)
     goal: str
 
     @model_validator(mode="after")
     def _known_goal(self) -> "WebTaskSpec":
+        if self.app == miniwob.APP:
+            try:
+                names = miniwob.task_names()
+            except EnvironmentSetupError as exc:
+                raise ValueError(str(exc)) from None
+            if self.goal not in names:
+                raise ValueError(
+                    f"goal {self.goal!r} is not a MiniWoB task of the installed miniwob package "
+                    f"(its pages are in {miniwob.pages_root() / 'miniwob'})"
+                )
+            return self
         names = sorted(APPS[self.app].goals(APPS[self.app].build_world(self.seed)))
         if self.goal not in names:
             raise ValueError(f"goal {self.goal!r} is not one of the {self.app} app's goals: {', '.join(names)}")
@@ -85,17 +101,24 @@ class WebTask:
 
     spec: WebTaskSpec
     app: RunningApp
+    path: str = ""  # where the agent starts: a MiniWoB task's page; our apps' home page
 
     @property
     def url(self) -> str:
-        return self.app.url
+        return self.app.url + self.path
 
     def render_prompt(self, prompt: str) -> str:
-        return prompt.replace(URL_PLACEHOLDER, self.app.url)
+        return prompt.replace(URL_PLACEHOLDER, self.url)
 
     def verifier_env(self) -> dict[str, str]:
         """For the verifier only: the harness must not get the token."""
         return {STATE_URL_ENV: self.app.state_url, STATE_TOKEN_ENV: self.app.token}
+
+    def state(self) -> dict:
+        """What the verifier reads from the state endpoint (the generator and tests read it too)."""
+        request = urllib.request.Request(self.app.state_url, headers={TOKEN_HEADER: self.app.token})
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return json.loads(resp.read())
 
     def stop(self) -> None:
         self.app.stop()
@@ -114,29 +137,37 @@ def start_web_task(task_dir: str | Path) -> WebTask | None:
 
 
 def start_app(spec: WebTaskSpec) -> WebTask:
+    if spec.app == miniwob.APP:
+        running = serve(partial(miniwob.add_routes, spec.goal, spec.seed), miniwob.new_state(spec.goal, spec.seed))
+        return WebTask(spec, running, miniwob.task_path(spec.goal))
     module = APPS[spec.app]
     world = module.build_world(spec.seed)
     return WebTask(spec, serve(lambda app, state: module.add_routes(app, world, state), module.new_state()))
 
 
 def task_id(spec: WebTaskSpec) -> str:
+    if spec.app == miniwob.APP:
+        return f"miniwob-{spec.goal}-{spec.seed}"
     return f"web-{spec.app}-{spec.goal}-{spec.seed}"
 
 
 def task_files(spec: WebTaskSpec) -> dict[str, str]:
-    """The files of the task folder for ``spec``: task.yaml, web.yaml, goal.json, verify.py."""
+    """The files of the task folder for one of our apps' ``spec``: task.yaml, web.yaml, goal.json, verify.py."""
     module = APPS[spec.app]
     goal = module.goals(module.build_world(spec.seed))[spec.goal]
+    return folder_files(spec, goal, "python -m components.environments write-web-tasks examples/tasks/web",
+                        "the app in components/environments/webapps/")  # fmt: skip
+
+
+def folder_files(spec: WebTaskSpec, goal: Goal, command: str, source: str) -> dict[str, str]:
+    """A web task folder's files; the header names the ``command`` that wrote them and what to change instead."""
     task = {
         "id": task_id(spec),
         "prompt": goal.prompt,
         "time_limit_s": TIME_LIMIT_S,
         "verifier": {"command": ["python3", "{task_dir}/verify.py"], "timeout_s": 30},
     }
-    header = (
-        "# Generated by `python -m components.environments write-web-tasks examples/tasks/web`;\n"
-        "# change the app in components/environments/webapps/, not this file.\n"
-    )
+    header = f"# Generated by `{command}`;\n# change {source}, not this file.\n"
     return {
         "task.yaml": header + yaml.safe_dump(task, sort_keys=False, width=1000),
         WEB_FILE: header + yaml.safe_dump(spec.model_dump(), sort_keys=False),
