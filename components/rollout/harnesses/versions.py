@@ -39,3 +39,14 @@ MINI_SWE_AGENT = Pin("pip", "mini-swe-agent", "2.4.6")
 LITELLM = Pin("pip", "litellm", "1.110.2")
 # A browser agent (docs/harnesses.md); 0.13.x attaches to a browser it did not launch over CDP.
 BROWSER_USE = Pin("pip", "browser-use", "0.13.14")
+# A desktop agent (docs/harnesses.md): its Qwen-VL loop over chat completions. The loop
+# builds its prompt with qwen-agent, whose 0.0.34 imports numpy, soundfile and dateutil
+# without declaring them; they are pinned beside it. qwen-vl-utils is left out on purpose
+# (it imports torch at import time; the driver carries the one function the loop uses).
+CUA_AGENT = Pin("pip", "cua-agent", "0.9.1")
+QWEN_AGENT = Pin("pip", "qwen-agent", "0.0.34")
+CUA_AGENT_EXTRAS = (
+    Pin("pip", "numpy", "2.4.6"),
+    Pin("pip", "soundfile", "0.14.0"),
+    Pin("pip", "python-dateutil", "4.0.0"),
+)
