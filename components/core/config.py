@@ -47,7 +47,7 @@ class EngineConfig(_Section):
 
 
 # The adapters of components/rollout/harnesses (a test keeps the two lists equal).
-HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe-agent", "browser-use"]
+HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe-agent", "browser-use", "cua-agent"]
 
 
 class HarnessConfig(_Section):

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
+from tests.e2e._scripted_upstream import scripted_upstream
 
 from components.core.config import ExperimentConfig
 from components.core.images import rebuild_request, referenced_images
@@ -60,17 +59,13 @@ def _actions(step: int, page: str) -> list[dict[str, Any]]:
     return [{"done": {"text": ANSWER, "success": True, "files_to_display": []}}]
 
 
-class ScriptedBrowserModel(ThreadingHTTPServer):
-    """An OpenAI-compatible upstream answering browser-use's ``agent_output`` replies."""
+class ScriptedBrowserModel:
+    """browser-use's ``agent_output`` replies, computed from the page text of each request."""
 
     def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
         self.steps = 0
         self.problems: list[str] = []
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_port}"
+        self.url = ""  # the scripted upstream's, once it runs
 
     def reply(self, body: dict[str, Any]) -> str:
         parts = body["messages"][-1]["content"]
@@ -84,50 +79,12 @@ class ScriptedBrowserModel(ThreadingHTTPServer):
         return json.dumps({"evaluation_previous_goal": "ok", "memory": "", "next_goal": "next", "action": actions})
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: ScriptedBrowserModel
-
-    def do_GET(self) -> None:
-        self._json({"object": "list", "data": [{"id": "scripted-browser-model", "object": "model"}]})
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        content = self.server.reply(body)
-        # Token ids and logprobs as vLLM returns them (the proxy records nothing else as a
-        # trainable call), from a byte-level "tokenizer".
-        tokens = list(content.encode())
-        prompt = list(json.dumps(body["messages"]).encode()[:4096])
-        choice = {
-            "index": 0,
-            "message": {"role": "assistant", "content": content},
-            "finish_reason": "stop",
-            "token_ids": tokens,
-            "logprobs": {"content": [{"token": chr(t), "logprob": 0.0} for t in tokens]},
-        }
-        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(tokens), "total_tokens": len(prompt + tokens)}
-        self._json({"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [choice], "usage": usage, "prompt_token_ids": prompt})  # fmt: skip
-
-    def _json(self, data: dict[str, Any]) -> None:
-        raw = json.dumps(data).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def scripted_model() -> Iterator[ScriptedBrowserModel]:
-    server = ScriptedBrowserModel()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    model = ScriptedBrowserModel()
+    with scripted_upstream(model.reply) as server:
+        model.url = server.url
+        yield model
 
 
 def _config() -> ExperimentConfig:

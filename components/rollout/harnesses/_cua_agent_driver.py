@@ -17,6 +17,7 @@ import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import types
@@ -113,13 +114,31 @@ def _text_of(item: dict) -> str:
     return "".join(part.get("text", "") for part in item.get("content") or [] if isinstance(part, dict))
 
 
+class _ModelReplies:
+    """A cua-agent callback keeping what the model itself said in its last reply.
+
+    The loop keeps only the ``<tool_call>`` of a reply and drops the words around it, so a
+    model that says what it did and then terminates would leave no answer otherwise.
+    """
+
+    def __init__(self) -> None:
+        self.calls, self.last_text = 0, ""
+
+    async def on_api_end(self, kwargs: dict, result: dict) -> None:
+        self.calls += 1
+        message = ((result.get("choices") or [{}])[0]).get("message") or {}
+        self.last_text = re.sub(r"<tool_call>[\s\S]*?</tool_call>", "", message.get("content") or "").strip()
+
+
 async def run(settings: dict) -> dict:
     # Imported here, after the runner set the telemetry variables it reads at import.
     from cua_agent import ComputerAgent
 
+    replies = _ModelReplies()
     agent = ComputerAgent(
         model=f"openai/{settings['model']}",  # litellm's OpenAI-compatible provider, at api_base
         tools=[computer()],
+        callbacks=[replies],
         api_base=settings["base_url"],
         api_key=settings["api_key"],
         telemetry_enabled=False,
@@ -133,10 +152,8 @@ async def run(settings: dict) -> dict:
     result = {"final_answer": None, "ended_by": "no_tool_call", "model_calls": 0, "actions": []}
     last_text = None
     async for chunk in agent.run([{"role": "user", "content": settings["prompt"]}]):
-        items = chunk.get("output") or []
-        if any(not item.get("type", "").endswith("_output") for item in items):
-            result["model_calls"] += 1
-        for item in items:
+        result["model_calls"] = replies.calls
+        for item in chunk.get("output") or []:
             if item.get("type") == "message" and item.get("role") == "assistant" and _text_of(item) != _MADE_UP:
                 last_text = _text_of(item) or last_text
             elif item.get("type") == "computer_call":
@@ -146,7 +163,7 @@ async def run(settings: dict) -> dict:
                     # Stop before cua-agent hands it to the computer as an unknown action.
                     result["ended_by"] = action["type"]
                     result["status"] = action.get("status")
-                    result["final_answer"] = action.get("text") or last_text
+                    result["final_answer"] = action.get("text") or replies.last_text or None
                     return result
     result["final_answer"] = last_text
     return result
