@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 
 class ScriptedUpstream(ThreadingHTTPServer):
@@ -63,9 +63,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+_Server = TypeVar("_Server", bound=ThreadingHTTPServer)
+
+
 @contextmanager
-def scripted_upstream(reply: Callable[[dict[str, Any]], str]) -> Iterator[ScriptedUpstream]:
-    server = ScriptedUpstream(reply)
+def serving(server: _Server) -> Iterator[_Server]:
+    """``server`` answering on a thread of its own until the block ends."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -73,3 +76,7 @@ def scripted_upstream(reply: Callable[[dict[str, Any]], str]) -> Iterator[Script
     finally:
         server.shutdown()
         server.server_close()
+
+
+def scripted_upstream(reply: Callable[[dict[str, Any]], str]) -> AbstractContextManager[ScriptedUpstream]:
+    return serving(ScriptedUpstream(reply))

@@ -16,18 +16,15 @@ compared with them.
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
-from tests.e2e._scripted_upstream import scripted_upstream
+from tests.e2e._scripted_upstream import scripted_upstream, serving
 
 from components.core.config import ExperimentConfig
 from components.core.images import rebuild_request, referenced_images
@@ -110,18 +107,6 @@ class _Forward(BaseHTTPRequestHandler):
         pass
 
 
-@contextmanager
-def _forwarder(target: str) -> Iterator[_Forwarder]:
-    server = _Forwarder(target)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def _config(max_turns: int) -> ExperimentConfig:
     return ExperimentConfig.model_validate(
         {
@@ -148,7 +133,7 @@ def _run(adapter, reply, max_turns: int, tmp_path: Path, traced: bool):
     with scripted_upstream(reply) as upstream:
         argv = openforge_argv("proxy", "--upstream", upstream.url, "--out", str(sessions), "--port", str(port))
         with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
-            with _forwarder(proxy.url) as forwarder:
+            with serving(_Forwarder(proxy.url)) as forwarder:
                 outcome = run_rollout(
                     _config(max_turns),
                     iteration=0,
