@@ -90,3 +90,14 @@ def test_a_runaway_desktop_harness_is_stopped_at_the_step_limit(desktop_ready, g
     assert outcome.num_calls in (4, 5), outcome.num_calls
     assert outcome.reward is None and outcome.duration_s < 40
 
+
+
+def test_desktop_whose_app_never_shows_is_an_infra_error(desktop_ready, gui_rollout, make_task) -> None:
+    task_dir = make_task("desktop-broken")
+    (task_dir / "desktop.yaml").write_text('apps:\n  - argv: ["false"]\n    window: Never\n')
+
+    outcome, fake = gui_rollout(ScriptedDesktopHarness("right"), task_dir)
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR, outcome.details
+    assert "GUI environment did not start" in outcome.details and "desktop.yaml" in outcome.details
+    assert fake.sessions == []  # the harness never started
