@@ -47,7 +47,7 @@ class EngineConfig(_Section):
 
 
 # The adapters of components/rollout/harnesses (a test keeps the two lists equal).
-HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe-agent", "browser-use", "stagehand"]
+HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe-agent", "browser-use", "stagehand", "cua-agent"]
 # Stagehand's computer-use modes, by the API each speaks (docs/harnesses.md).
 StagehandMode = Literal["responses", "messages", "chat"]
 _MODES: dict[str, tuple[str, ...]] = {"stagehand": get_args(StagehandMode)}

@@ -104,8 +104,11 @@ class DesktopEnvironment:
         deadline = time.monotonic() + self.config.start_timeout_s
         probe = None
         while time.monotonic() < deadline and self._processes[-1].poll() is None:
-            probe = self._x(["xprop", "-root", "_NET_SUPPORTING_WM_CHECK"], check=False)
-            if "window id" in probe.stdout:
+            # Not _NET_SUPPORTING_WM_CHECK: openbox sets it ~50 ms before it manages
+            # windows, and a window mapped in between stays unmapped and unframed (2 xmessage
+            # starts in 25 here). _NET_CLIENT_LIST comes with the end of its start-up.
+            probe = self._x(["xprop", "-root", "_NET_CLIENT_LIST"], check=False)
+            if "_NET_CLIENT_LIST(WINDOW)" in probe.stdout:
                 return
             time.sleep(0.02)
         openbox = self._processes[-1].poll()
@@ -124,9 +127,12 @@ class DesktopEnvironment:
             raise EnvironmentSetupError("the desktop environment is not set up; call setup() first")
         return {"DISPLAY": self.display, "XDG_SESSION_TYPE": "x11"}
 
-    def launch(self, argv: list[str]) -> subprocess.Popen:
-        """Start a program on this display (part of the task's set-up, not an agent step)."""
-        return self._start(argv, env={**os.environ, **self.env()})
+    def launch(self, argv: list[str], cwd: Path | None = None, env: Mapping[str, str] | None = None) -> subprocess.Popen:
+        """Start a program on this display (part of the task's set-up, not an agent step).
+
+        ``env``: the program's environment (default: this process's), plus the display's.
+        """
+        return self._start(argv, cwd=cwd, env={**(os.environ if env is None else env), **self.env()})
 
     def _x(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(argv, env={**os.environ, **self.env()}, capture_output=True, text=True,

@@ -9,7 +9,8 @@ An attempt the infrastructure failed (engine or proxy) is retried, at most
 once the engine answers again, all inside the one time limit; attempt k > 0 talks to
 ``<proxy>/s/<rollout_id>/a/<k>/v1`` so its calls carry ``tags["attempt"] = k``.
 A web task or a browser harness also gets, per attempt, its app and a browser
-(``_gui.py``), and is stopped past ``harness.max_turns`` recorded model calls.
+(``_gui.py``), a desktop task or a desktop harness its own X display (``_desktop.py``);
+either is stopped past ``harness.max_turns`` recorded model calls.
 The runner has no storage access: its inputs and outputs are plain files and folders.
 """
 
@@ -29,8 +30,9 @@ from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
-from components.environments import EnvironmentSetupError
+from components.environments import DesktopEnvironment, EnvironmentSetupError
 from components.proxy.auth import SECRET_ENV, session_token
+from components.rollout._desktop import open_desktop
 from components.rollout._gui import CallCounter, Gui, open_gui
 from components.rollout._failures import blame, verdict
 from components.rollout._process import run_in_session, tail
@@ -152,8 +154,10 @@ class _Rollout:
             env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
             if not self._wait_for_proxy(deadline):
                 return
-            with open_gui(task, adapter, self.record) as gui:
-                ended = self._run_harness(adapter, task, attempt, workspace, scratch, env, deadline, gui)
+            screens = open_gui(task, adapter, self.record), open_desktop(task, adapter, self.record, workspace, env)
+            with screens[0] as gui, screens[1] as desktop:
+                env |= desktop.env() if desktop else {}  # the display: the harness's and the verifier's
+                ended = self._run_harness(adapter, task, attempt, workspace, scratch, env, deadline, gui, desktop)
                 if ended == _ENDED:
                     # The app's state endpoint and token: the verifier's only, never the harness's.
                     self._run_verifier(task, workspace, scratch, {**env, **(gui.verifier_env() if gui else {})})
@@ -203,6 +207,7 @@ class _Rollout:
         env: dict[str, str],
         deadline: float,
         gui: Gui | None = None,
+        desktop: DesktopEnvironment | None = None,
     ) -> str:
         """Run the harness; how it ended (a failure is recorded in the outcome)."""
         route = f"{self.proxy_url}/s/{self.record.rollout_id}" + (f"/a/{attempt}" if attempt else "")
@@ -218,9 +223,10 @@ class _Rollout:
             max_tokens=self.config.harness.max_tokens,
             time_limit_s=deadline - time.monotonic(),
             browser_cdp_url=gui.cdp_url if gui else None,
+            display=desktop.display if desktop else None,
         )
         command = adapter.command(run)
-        steps = CallCounter(self.trajectory, self.config.harness.max_turns) if gui else None
+        steps = CallCounter(self.trajectory, self.config.harness.max_turns) if gui or desktop else None
         cap_mb = self.config.rollout.max_output_mb
         result = run_in_session(
             command.argv,

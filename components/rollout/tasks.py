@@ -2,6 +2,7 @@
 
 A web task also holds ``web.yaml`` (the seeded app to start before the harness,
 docs/environments.md); the loader validates it with the rest and puts it in ``Task.web``.
+A desktop task holds ``desktop.yaml`` (the screen and the apps open on it), in ``Task.desktop``.
 
 A task set is a folder of task folders, on disk or under an ``s3://`` prefix. Loading
 validates every task up front, so a broken task set fails in the prepare step with a
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from components.core.storage import ArtifactStore, open_store
 from components.core.validation import describe_errors
+from components.environments.desktop_tasks import DESKTOP_FILE, DesktopTaskError, DesktopTaskSpec, load_desktop_spec
 from components.environments.web_tasks import WEB_FILE, WebTaskError, WebTaskSpec, load_web_spec
 
 TASK_FILE = "task.yaml"
@@ -69,6 +71,9 @@ class Task(BaseModel):
     verifier: VerifierSpec
     task_dir: Path = Field(exclude=True, description="Where the task was loaded from (set by the loader).")
     web: WebTaskSpec | None = Field(None, exclude=True, description=f"The folder's {WEB_FILE} (set by the loader).")
+    desktop: DesktopTaskSpec | None = Field(
+        None, exclude=True, description=f"The folder's {DESKTOP_FILE} (set by the loader)."
+    )
 
     @field_validator("id")
     @classmethod
@@ -110,12 +115,14 @@ def load_task(task_dir: str | Path, *, match_folder_name: bool = True) -> Task:
         raise TaskError(f"{path}: the top level must be a mapping (id, prompt, verifier, ...)")
     if "web" in raw:
         raise TaskError(f"{path}: web: belongs in {task_dir / WEB_FILE} ({{app, seed, goal}}), not in {TASK_FILE}")
+    if "desktop" in raw:
+        raise TaskError(f"{path}: desktop: belongs in {task_dir / DESKTOP_FILE} ({{apps, ...}}), not in {TASK_FILE}")
     try:
-        web = load_web_spec(task_dir)
-    except WebTaskError as exc:
+        web, desktop = load_web_spec(task_dir), load_desktop_spec(task_dir)
+    except (WebTaskError, DesktopTaskError) as exc:
         raise TaskError(str(exc)) from None
     try:
-        task = Task.model_validate({**raw, "task_dir": task_dir, "web": web})
+        task = Task.model_validate({**raw, "task_dir": task_dir, "web": web, "desktop": desktop})
     except ValidationError as exc:
         raise TaskError(_format_errors(path, exc)) from None
     if match_folder_name and task.id != task_dir.name:

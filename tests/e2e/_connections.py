@@ -29,7 +29,9 @@ class TracedHarness(HarnessAdapter):
 
     def __init__(self, inner: HarnessAdapter, log: Path) -> None:
         self.inner, self.log = inner, log
-        self.name = inner.name  # type: ignore[misc]  # an instance attribute is enough here
+        # Instance attributes are enough here: the runner reads them off the adapter.
+        self.name = inner.name  # type: ignore[misc]
+        self.needs_browser, self.needs_desktop = inner.needs_browser, inner.needs_desktop  # type: ignore[misc]
 
     def is_installed(self) -> bool:
         return self.inner.is_installed()

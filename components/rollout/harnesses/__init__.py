@@ -1,4 +1,4 @@
-"""Harness adapters: the reference harness, Claude Code, Codex CLI, OpenClaw, mini-swe-agent, browser-use, Stagehand.
+"""Harness adapters: the reference harness, Claude Code, Codex CLI, OpenClaw, mini-swe-agent, browser-use, Stagehand, cua-agent.
 
 ``get_harness(name)`` gives the adapter the experiment config's ``harness.name`` selects;
 versions are pinned in ``versions.py``; ``openforge harness install NAME`` installs one.
@@ -17,13 +17,14 @@ from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, Ha
 from components.rollout.harnesses.browser_use import BrowserUse
 from components.rollout.harnesses.claude_code import ClaudeCode
 from components.rollout.harnesses.codex import Codex
+from components.rollout.harnesses.cua_agent import CuaAgent
 from components.rollout.harnesses.mini_swe_agent import MiniSweAgent
 from components.rollout.harnesses.openclaw import OpenClaw
 from components.rollout.harnesses.reference import ReferenceHarness
 from components.rollout.harnesses.stagehand import Stagehand
 
 HARNESSES: dict[str, type[HarnessAdapter]] = {
-    cls.name: cls for cls in (ReferenceHarness, ClaudeCode, Codex, OpenClaw, MiniSweAgent, BrowserUse, Stagehand)
+    cls.name: cls for cls in (ReferenceHarness, ClaudeCode, Codex, OpenClaw, MiniSweAgent, BrowserUse, Stagehand, CuaAgent)
 }
 
 

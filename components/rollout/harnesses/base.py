@@ -43,6 +43,8 @@ class HarnessRun:
     # The runner's Chromium (http://127.0.0.1:<port>), for harnesses that drive a browser
     # over CDP; None when the rollout has no browser (docs/environments.md).
     browser_cdp_url: str | None = None
+    # The runner's X display (":N") for harnesses that drive a desktop; None when there is none.
+    display: str | None = None
 
     @property
     def home(self) -> Path:
@@ -66,6 +68,8 @@ class HarnessAdapter(ABC):
     home: Path | None = None  # where harnesses are installed; harness_home() when unset
     # True: the runner starts a browser for every rollout of this harness, web task or not.
     needs_browser: ClassVar[bool] = False
+    # True: the runner starts an X display for every rollout of this harness, desktop task or not.
+    needs_desktop: ClassVar[bool] = False
 
     @abstractmethod
     def command(self, run: HarnessRun) -> HarnessCommand:

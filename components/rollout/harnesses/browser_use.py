@@ -9,23 +9,20 @@ docs/harnesses.md.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from components.rollout.harnesses._driver import DriverHarness
 from components.rollout.harnesses._install import PipVenvInstaller
-from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun, answer_in_json_file
+from components.rollout.harnesses.base import HarnessCommand, HarnessRun
 from components.rollout.harnesses.versions import BROWSER_USE
 
-DRIVER = Path(__file__).with_name("_browser_use_driver.py")
 
-
-class BrowserUse(HarnessAdapter):
+class BrowserUse(DriverHarness):
     name = "browser-use"
     installer = PipVenvInstaller((BROWSER_USE,))
     needs_browser = True
-
-    def _result_file(self, run: HarnessRun) -> Path:
-        return run.scratch_dir / "browser-use-result.json"
+    driver = Path(__file__).with_name("_browser_use_driver.py")
+    answer_key = "final_result"  # the done action's text
 
     def command(self, run: HarnessRun) -> HarnessCommand:
         if run.browser_cdp_url is None:
@@ -38,13 +35,8 @@ class BrowserUse(HarnessAdapter):
             "max_steps": run.max_turns,  # one step, one model call (the judge call is off)
             "prompt": run.prompt,
             "cdp_url": run.browser_cdp_url,
-            "result_file": str(self._result_file(run)),
         }
-        # A file, not argv: the key stays out of the process list.
-        settings_file = run.scratch_dir / "browser-use-settings.json"
-        settings_file.write_text(json.dumps(settings, indent=2) + "\n")
         env = {
-            **self.path_env(),
             # shared/GUI.md: without these it reports telemetry and syncs runs to its cloud.
             "ANONYMIZED_TELEMETRY": "false",
             "BROWSER_USE_CLOUD_SYNC": "false",
@@ -53,8 +45,4 @@ class BrowserUse(HarnessAdapter):
             # Its config and profile folders go under the throwaway HOME, never the machine's.
             "BROWSER_USE_CONFIG_DIR": str(run.home / ".config" / "browseruse"),
         }
-        # -I: the driver's own folder must not shadow the browser_use package with this module.
-        return HarnessCommand(argv=[self.executable("python"), "-I", str(DRIVER), str(settings_file)], env=env)
-
-    def final_answer(self, run: HarnessRun, stdout: str) -> str | None:
-        return answer_in_json_file(self._result_file(run), "final_result")
+        return self.driver_command(run, settings, env)

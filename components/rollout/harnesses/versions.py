@@ -42,3 +42,14 @@ BROWSER_USE = Pin("pip", "browser-use", "0.13.14")
 # A browser agent with three computer-use API modes (docs/harnesses.md); 3.x runs on Node 20+,
 # 4.x needs Node >= 22 and has not been measured here.
 STAGEHAND = Pin("npm", "@browserbasehq/stagehand", "3.7.3")
+# A desktop agent (docs/harnesses.md): its Qwen-VL loop over chat completions. The loop
+# builds its prompt with qwen-agent, whose 0.0.34 imports numpy, soundfile and dateutil
+# without declaring them; they are pinned beside it. qwen-vl-utils is left out on purpose
+# (it imports torch at import time; the driver carries the one function the loop uses).
+CUA_AGENT = Pin("pip", "cua-agent", "0.9.1")
+QWEN_AGENT = Pin("pip", "qwen-agent", "0.0.34")
+CUA_AGENT_EXTRAS = (
+    Pin("pip", "numpy", "2.4.6"),
+    Pin("pip", "soundfile", "0.14.0"),
+    Pin("pip", "python-dateutil", "4.0.0"),
+)

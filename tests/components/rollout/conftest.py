@@ -78,3 +78,29 @@ def write_task(root: Path, task_id: str, *, verify: str = "import sys; sys.exit(
 def make_task(tmp_path: Path) -> Callable[..., Path]:
     """Factory: ``make_task(task_id, verify=..., **task_yaml_fields)`` writes a task under tmp_path/tasks."""
     return lambda task_id, **kw: write_task(tmp_path / "tasks", task_id, **kw)
+
+
+@pytest.fixture
+def gui_rollout(fake_openai, rollout_config, tmp_path: Path) -> Callable[..., tuple[Any, FakeOpenAI]]:
+    """Factory: ``gui_rollout(adapter, task_dir, max_turns=4)`` runs sample 0 of the task with a
+    scripted GUI harness against the fake proxy (which records each call); (outcome, fake)."""
+    from components.rollout.runner import run_rollout
+
+    def run(adapter: Any, task_dir: Path, max_turns: int = 4) -> tuple[Any, FakeOpenAI]:
+        rollout_id = f"{task_dir.name}-s0"
+        sessions = tmp_path / "sessions"
+        sessions.mkdir()
+        fake = fake_openai([Turn(content="next")], record_dir=sessions)
+        outcome = run_rollout(
+            rollout_config(harness={"max_turns": max_turns}, rollout={"time_limit_s": 60}),
+            iteration=0,
+            rollout_id=rollout_id,
+            task_dir=task_dir,
+            proxy_url=fake.url,
+            trajectory=sessions / f"{rollout_id}.jsonl",
+            out_dir=tmp_path / "out",
+            adapter=adapter,
+        )
+        return outcome, fake
+
+    return run

@@ -14,11 +14,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tests.components.rollout._fake_openai import Turn
 
 from components.core.outcome import RolloutStatus
 from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun
-from components.rollout.runner import run_rollout
 
 REPO = Path(__file__).resolve().parents[3]
 TASK = REPO / "examples" / "tasks" / "web" / "web-form-submit-1"
@@ -49,28 +47,9 @@ class ScriptedBrowserHarness(HarnessAdapter):
         return stdout.strip() or None
 
 
-def _rollout(mode: str, fake_openai, rollout_config, tmp_path: Path, max_turns: int = 4):
-    sessions = tmp_path / "sessions"
-    sessions.mkdir()
-    fake = fake_openai([Turn(content="next")], record_dir=sessions)
-    outcome = run_rollout(
-        rollout_config(harness={"max_turns": max_turns}, rollout={"time_limit_s": 60}),
-        iteration=0,
-        rollout_id=ROLLOUT_ID,
-        task_dir=TASK,
-        proxy_url=fake.url,
-        trajectory=sessions / f"{ROLLOUT_ID}.jsonl",
-        out_dir=tmp_path / "out",
-        adapter=ScriptedBrowserHarness(mode),
-    )
-    return outcome, fake
-
-
 @pytest.mark.slow
-def test_web_task_passes_when_the_form_is_submitted_right(
-    chromium_ready, fake_openai, rollout_config, tmp_path
-) -> None:
-    outcome, fake = _rollout("right", fake_openai, rollout_config, tmp_path)
+def test_web_task_passes_when_the_form_is_submitted_right(chromium_ready, gui_rollout) -> None:
+    outcome, fake = gui_rollout(ScriptedBrowserHarness("right"), TASK)
 
     assert outcome.status is RolloutStatus.OK, outcome.details
     assert (outcome.passed, outcome.reward) == (True, 1.0), outcome.verifier_output
@@ -82,10 +61,8 @@ def test_web_task_passes_when_the_form_is_submitted_right(
 
 
 @pytest.mark.slow
-def test_web_task_fails_when_the_wrong_choice_is_submitted(
-    chromium_ready, fake_openai, rollout_config, tmp_path
-) -> None:
-    outcome, _ = _rollout("wrong", fake_openai, rollout_config, tmp_path)
+def test_web_task_fails_when_the_wrong_choice_is_submitted(chromium_ready, gui_rollout) -> None:
+    outcome, _ = gui_rollout(ScriptedBrowserHarness("wrong"), TASK)
 
     assert outcome.status is RolloutStatus.OK, outcome.details
     assert (outcome.passed, outcome.reward) == (False, 0.0)
@@ -93,8 +70,8 @@ def test_web_task_fails_when_the_wrong_choice_is_submitted(
 
 
 @pytest.mark.slow
-def test_a_runaway_harness_is_stopped_at_the_step_limit(chromium_ready, fake_openai, rollout_config, tmp_path) -> None:
-    outcome, _ = _rollout("runaway", fake_openai, rollout_config, tmp_path, max_turns=3)
+def test_a_runaway_harness_is_stopped_at_the_step_limit(chromium_ready, gui_rollout) -> None:
+    outcome, _ = gui_rollout(ScriptedBrowserHarness("runaway"), TASK, max_turns=3)
 
     assert outcome.status is RolloutStatus.STEP_LIMIT, outcome.details
     assert "more than harness.max_turns=3" in outcome.details and outcome.extra["step_limit"] == 3

@@ -38,6 +38,22 @@ def test_web_section_in_task_yaml_points_to_web_yaml(make_task) -> None:
         load_task(task_dir)
 
 
+def test_desktop_tasks_load_with_their_apps() -> None:
+    tasks = load_task_set(REPO / "examples" / "tasks" / "desktop")
+    assert len(tasks) >= 3 and all(t.desktop is not None and t.desktop.apps and t.web is None for t in tasks)
+    assert tasks[0].desktop.apps[0].window and (tasks[0].desktop.width, tasks[0].desktop.height) == (1280, 800)
+    assert load_task(REPO / "examples" / "tasks" / "quickstart" / "write-hello").desktop is None
+
+
+def test_bad_desktop_yaml_fails_the_task_load(make_task) -> None:
+    task_dir = make_task("desktop-bad")
+    (task_dir / "desktop.yaml").write_text("apps:\n  - argv: []\n")
+    with pytest.raises(TaskError, match=r"desktop\.yaml: .*apps\.0\.argv"):
+        load_task(task_dir)
+    with pytest.raises(TaskError, match="desktop: belongs in .*desktop.yaml"):
+        load_task(make_task("desktop-inline", desktop={"apps": []}))
+
+
 def test_missing_verifier_names_file_field_and_fix(make_task) -> None:
     task_dir = make_task("no-verifier", verifier=None)
     with pytest.raises(TaskError) as err:

@@ -27,7 +27,7 @@ def _installed(name: str, home: Path) -> HarnessAdapter:
     assert adapter.installer is not None
     for folder in adapter.installer.bin_dirs(adapter.folder, home):
         folder.mkdir(parents=True, exist_ok=True)
-        for program in ("claude", "codex", "openclaw", "mini", "node"):
+        for program in ("claude", "codex", "openclaw", "mini", "node", "python"):
             (folder / program).write_text("#!/bin/sh\n")
     (adapter.folder / _MARKER).write_text(json.dumps({"pins": [p.spec for p in adapter.installer.pins]}))
     (home / "node").mkdir(exist_ok=True)
@@ -120,6 +120,24 @@ def test_mini_swe_agent_gets_its_settings_as_json_values(run: HarnessRun, tmp_pa
     assert command.env["PATH"].startswith(str(adapter.folder / "venv" / "bin"))
 
 
+def test_cua_agent_drives_the_runners_display_with_its_telemetry_off(run: HarnessRun, tmp_path: Path) -> None:
+    adapter = _installed("cua-agent", tmp_path / "harnesses")
+    with pytest.raises(ValueError, match="HarnessRun.display is not set"):
+        adapter.command(run)
+    run = dataclasses.replace(run, display=":7")
+
+    command = adapter.command(run)
+
+    assert adapter.needs_desktop and not adapter.needs_browser
+    assert command.argv[0] == str(adapter.folder / "venv" / "bin" / "python") and command.argv[1] == "-I"
+    settings = json.loads(Path(command.argv[-1]).read_text())
+    assert (settings["base_url"], settings["max_tokens"], settings["prompt"]) == (BASE_URL, 300, run.prompt)
+    assert "max_steps" not in settings  # the runner's step limit stops it (it ignores its own terminate)
+    assert run.api_key not in command.argv
+    assert (command.env["DISPLAY"], command.env["XDG_SESSION_TYPE"]) == (":7", "x11")
+    assert command.env["CUA_TELEMETRY_ENABLED"] == "false" and command.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+
+
 @pytest.mark.parametrize(
     ("name", "stdout", "files", "expected"),
     [
@@ -131,6 +149,8 @@ def test_mini_swe_agent_gets_its_settings_as_json_values(run: HarnessRun, tmp_pa
         ("codex", "", {}, None),
         ("mini-swe-agent", "", {"traj.json": '{"info": {"exit_status": "Submitted", "submission": "done\\n"}}'}, "done\n"),
         ("mini-swe-agent", "", {"traj.json": '{"info": {"exit_status": "LimitsExceeded"}}'}, None),
+        ("cua-agent", "", {"cua-agent-result.json": '{"final_answer": "done", "ended_by": "answer"}'}, "done"),
+        ("cua-agent", "", {"cua-agent-result.json": '{"final_answer": null, "ended_by": "terminate"}'}, None),
     ],
 )
 def test_final_answer_is_read_where_each_harness_leaves_it(
