@@ -40,7 +40,7 @@ CLIENTS = 16
 SHOTS = ScreenshotPlan(seed="per-cell")  # run_matrix seeds each cell's screenshots with the cell's name
 # No memory run here (bench-proxy has one): only the matrix fields of Plan matter.
 _NO_MEMORY = {"memory_calls": 0, "progress_every": 0, "memory_time_limit_s": 0}
-FULL = Plan(rounds=3, calls={CLIENTS: 480}, warmup={CLIENTS: 32}, cell_time_limit_s=60, streams=(False,), **_NO_MEMORY)
+FULL = Plan(rounds=3, calls={CLIENTS: 960}, warmup={CLIENTS: 32}, cell_time_limit_s=60, streams=(False,), **_NO_MEMORY)
 QUICK = Plan(rounds=1, calls={CLIENTS: 48}, warmup={CLIENTS: 16}, cell_time_limit_s=20, streams=(False,), **_NO_MEMORY)
 
 
@@ -95,9 +95,22 @@ def section_markdown(command: str, date: str, load: str, plan: Plan, rows: list[
         "= CPU time of the process in front of the client per call (the proxy's own, or the upstream's on the "
         "direct path).",
         "",
+        _reading(rows),
+        "",
         f"Recording check: {recording_text}. Images: {images.summary}.",
         "",
     ])
+
+
+def _reading(rows: list[stats.Row]) -> str:
+    """What the figures mean, from the figures: the proxy's CPU per call bounds its rate."""
+    ours = next(r.cell for r in rows if r.cell.variant == stats.OURS)
+    return (f"Reading it: the proxy spends {ours.server_cpu_ms_per_call:.1f} ms of CPU on each screenshot call (parse "
+            "the ~263 kB body, decode, hash and store the image, forward the call, record it), so one proxy process "
+            f"answers at most about {1000 / ours.server_cpu_ms_per_call:.0f} such calls/s on one core; with "
+            f"{CLIENTS} calls always in flight, most of the added latency is waiting for it ({CLIENTS} / "
+            f"{ours.rps:.0f} calls/s = {CLIENTS / ours.rps * 1000:.0f} ms). A rollout pod has its own proxy "
+            "sidecar serving one session, whose calls wait seconds for the model between screenshots.")
 
 
 def run(quick: bool, workdir: Path, doc: Path | None) -> int:
