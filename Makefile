@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-learning bench-overhead bench-continuity bench-load gpu-smoke clean help
+.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-screenshots bench-learning bench-overhead bench-continuity bench-load gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -17,6 +17,7 @@ help:
 	@echo "make podman-base  podman and the local image of --runtime podman (a no-op when there)"
 	@echo "make gui-packages Chromium, Xvfb, openbox, xdotool for the GUI environments (a no-op when there)"
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
+	@echo "make bench-screenshots  16 sessions sending 200 kB screenshots, direct vs the proxy; every image recorded (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
@@ -70,6 +71,9 @@ $(LITELLM_VENV)/.installed: benchmarks/proxy/litellm-requirements.txt | $(INSTAL
 
 bench-proxy: $(INSTALLED) $(LITELLM_VENV)/.installed
 	$(BIN)/python benchmarks/bench_proxy.py
+
+bench-screenshots: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_screenshots.py
 
 bench-learning: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_learning.py

@@ -32,6 +32,7 @@ from hera.workflows import (
 from hera.workflows import models as m
 
 from components.core.config import CONFIG_ENV, ExperimentConfig
+from components.core.images import IMAGES_DIR
 from components.core.storage import RunLayout
 from pipelines import pod_specs
 
@@ -185,7 +186,7 @@ def _rollout_template(config: ExperimentConfig) -> Container:
     """One pod per rollout: harness + runner in the main container, the recording proxy as a sidecar.
 
     Holds no storage, model or Kubernetes credentials: the task comes in and the outcome
-    and trajectory go out as artifacts, which Argo's own init and wait containers (or the
+    and trajectory (with its images) go out as artifacts, which Argo's own init and wait containers (or the
     local executor) move; the service-account token goes to those containers only.
     """
     cluster = config.cluster
@@ -222,6 +223,9 @@ def _rollout_template(config: ExperimentConfig) -> Container:
             _raw_s3("outcome", f"{OUT_DIR}/outcome.json", layout.outcome(ITERATION, ROLLOUT_ID)),
             # A harness that never called the model leaves no trajectory: that is an outcome, not an error.
             _raw_s3("trajectory", trajectory_file, layout.trajectory(ITERATION, ROLLOUT_ID), optional=True),
+            # The screenshots and other images the records refer to (stored once by hash by the
+            # proxy); a folder uploaded file by file (`archive: none`), absent for image-free calls.
+            _raw_s3("images", f"{TRAJECTORY_DIR}/{IMAGES_DIR}", layout.images(ITERATION), optional=True),
         ],
         volume_mounts=[m.VolumeMount(name=name, mount_path=path) for name, path in mounts.items()],
         volumes=[_empty_dir(name) for name in (*mounts, "proxy-tmp")],

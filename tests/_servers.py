@@ -36,7 +36,9 @@ class EngineServer:
         self.service.stop()
 
 
-def dev_engine_argv(model_dir: Path, port: int, *, script: Path | None = None, served_model_name: str) -> list[str]:
+def dev_engine_argv(
+    model_dir: Path, port: int, *, script: Path | None = None, served_model_name: str, args: tuple[str, ...] = ()
+) -> list[str]:
     argv = [
         sys.executable, "-m", "components.engine", "serve",
         "--model", str(model_dir),
@@ -47,7 +49,7 @@ def dev_engine_argv(model_dir: Path, port: int, *, script: Path | None = None, s
     ]  # fmt: skip
     if script is not None:
         argv += ["--script", str(script)]
-    return argv
+    return argv + list(args)
 
 
 def start_dev_engine(
@@ -58,12 +60,13 @@ def start_dev_engine(
     served_model_name: str = TINY_MODEL_NAME,
     name: str = "dev-engine",
     deadline_s: float = 120.0,
+    args: tuple[str, ...] = (),
 ) -> EngineServer:
     """Start ``python -m components.engine serve`` and return once /health answers."""
     port = free_port()
     service = start_service(
         name,
-        dev_engine_argv(model_dir, port, script=script, served_model_name=served_model_name),
+        dev_engine_argv(model_dir, port, script=script, served_model_name=served_model_name, args=args),
         port=port,
         log_dir=log_dir,
         deadline_s=deadline_s,

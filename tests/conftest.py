@@ -43,7 +43,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def make_dev_engine(
     tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[..., EngineServer]]:
-    """Factory: ``make_dev_engine(script=None, model_dir=None)`` starts one more dev engine.
+    """Factory: ``make_dev_engine(script=None, model_dir=None, args=())`` starts one more dev engine.
 
     ``script`` is the scripted-mode JSON (a dict, written to a file for the engine);
     every engine started here is stopped at the end of the session.
@@ -51,13 +51,15 @@ def make_dev_engine(
     started: list[EngineServer] = []
     logs = tmp_path_factory.mktemp("engine-logs")
 
-    def start(script: dict[str, Any] | None = None, *, model_dir: Path | None = None) -> EngineServer:
+    def start(
+        script: dict[str, Any] | None = None, *, model_dir: Path | None = None, args: tuple[str, ...] = ()
+    ) -> EngineServer:
         script_path = None
         if script is not None:
             script_path = logs / f"script-{len(started)}.json"
             script_path.write_text(json.dumps(script))
         engine = start_dev_engine(
-            model_dir or tiny_model_dir, logs, script=script_path, name=f"dev-engine-{len(started)}"
+            model_dir or tiny_model_dir, logs, script=script_path, name=f"dev-engine-{len(started)}", args=args
         )
         started.append(engine)
         return engine

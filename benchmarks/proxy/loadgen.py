@@ -25,6 +25,8 @@ from typing import Callable, Literal
 import orjson
 from pydantic import BaseModel
 
+from benchmarks.proxy.screenshots import ScreenshotBodies, ScreenshotPlan
+
 StreamMode = Literal["off", "on", "mixed"]
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -51,6 +53,7 @@ class LoadResult(BaseModel):
     wall_s: float
     latency_ms: list[float]
     first_chunk_ms: list[float]  # streamed calls only: request sent -> first body bytes
+    request_bytes: int = 0  # bodies of the measured calls that got a 200
 
 
 @dataclass
@@ -61,6 +64,7 @@ class _Tally:
     errors: list[str] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
     first_chunk_ms: list[float] = field(default_factory=list)
+    request_bytes: int = 0
 
     def fail(self, why: str) -> None:
         if len(self.errors) < 5:
@@ -110,6 +114,7 @@ async def _one_call(http, url: str, body: bytes, stream: bool, res: _Tally) -> N
         res.fail(f"{type(exc).__name__}: {exc}")
         return
     res.ok += 1
+    res.request_bytes += len(body)
     res.latency_ms.append(elapsed * 1000)
     if stream:
         res.first_chunk_ms.append((first - t0) * 1000)
@@ -125,21 +130,27 @@ async def run_load(
     session_prefix: str = "bench",
     time_limit_s: float = 300.0,
     progress_every: int = 0,
+    screenshots: ScreenshotPlan | None = None,
 ) -> LoadResult:
     """Make ``warmup`` then ``calls`` calls from ``clients`` concurrent clients.
 
     Client i always uses session ``<prefix>-<i>`` (one rollout per client, as in
     training). Each phase (warm-up, measured) stops early, with fewer calls made, once
     ``time_limit_s`` has passed: a slow server gets fewer calls, not an unbounded run.
+    With ``screenshots``, every call (not streamed) carries a PNG screenshot instead
+    (``ScreenshotBodies``: warm-up calls take the first screenshots of the plan).
     """
     import aiohttp
 
+    if screenshots is not None and stream != "off":
+        raise ValueError("screenshot calls are not streamed (browser agents do not stream): use stream='off'")
     bodies = RequestBodies()
+    shots = ScreenshotBodies(screenshots, warmup + calls) if screenshots is not None else None
     connector = aiohttp.TCPConnector(limit=clients)
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout, skip_auto_headers=["User-Agent"]) as http:
 
-        async def phase(name: str, n: int, tally: _Tally) -> None:
+        async def phase(name: str, n: int, tally: _Tally, first_call: int) -> None:
             counter = iter(range(n))
             deadline = time.perf_counter() + time_limit_s
 
@@ -150,22 +161,24 @@ async def run_load(
                     if time.perf_counter() > deadline:
                         return
                     is_stream = stream == "on" or (stream == "mixed" and k % 2 == 1)
-                    await _one_call(http, url, bodies.get(is_stream, f"{session} {name} {k}"), is_stream, tally)
+                    tag = f"{session} {name} {k}"
+                    body = bodies.get(is_stream, tag) if shots is None else shots.get(first_call + k, tag)
+                    await _one_call(http, url, body, is_stream, tally)
                     if progress_every and (k + 1) % progress_every == 0:
                         print(orjson.dumps({"progress": k + 1}).decode(), flush=True)
 
             await asyncio.gather(*(client(i) for i in range(clients)))
 
         warm = _Tally()
-        await phase("warmup", warmup, warm)
+        await phase("warmup", warmup, warm, 0)
         tally = _Tally()
         t0 = time.perf_counter()
-        await phase("measured", calls, tally)
+        await phase("measured", calls, tally, warmup)
         wall_s = time.perf_counter() - t0
     return LoadResult(
         clients=clients, stream=stream, calls=tally.attempted, ok=tally.ok, failed=tally.attempted - tally.ok,
         answered=warm.answered + tally.answered, errors=warm.errors + tally.errors, wall_s=wall_s,
-        latency_ms=tally.latency_ms, first_chunk_ms=tally.first_chunk_ms,
+        latency_ms=tally.latency_ms, first_chunk_ms=tally.first_chunk_ms, request_bytes=tally.request_bytes,
     )
 
 
@@ -180,6 +193,7 @@ def run_loadgen(
     time_limit_s: float,
     progress_every: int = 0,
     on_progress: Callable[[int], None] | None = None,
+    screenshots: ScreenshotPlan | None = None,
 ) -> LoadResult:
     """Run the load generator in a process of its own and return what it measured."""
     with tempfile.TemporaryDirectory(prefix="loadgen-") as tmp:
@@ -192,6 +206,8 @@ def run_loadgen(
                 "--result", str(result_path)]
         if session_paths:
             argv.append("--session-paths")
+        if screenshots is not None:
+            argv += ["--screenshots", screenshots.model_dump_json()]
         with subprocess.Popen(argv, cwd=_REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
             try:
                 for line in proc.stdout:
@@ -219,12 +235,14 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=300.0, help="seconds; stop early past this")
     parser.add_argument("--progress-every", type=int, default=0)
     parser.add_argument("--result", type=Path, help="write the result JSON here instead of to stdout")
+    parser.add_argument("--screenshots", type=ScreenshotPlan.model_validate_json,
+                        help="a ScreenshotPlan as JSON: every call carries a PNG screenshot (screenshots.py)")
     args = parser.parse_args()
     import uvloop
 
     result = uvloop.run(
         run_load(args.base, args.clients, args.calls, args.stream, args.warmup, args.session_paths,
-                 args.session_prefix, args.time_limit, args.progress_every)
+                 args.session_prefix, args.time_limit, args.progress_every, args.screenshots)
     )
     if args.result:
         args.result.write_text(result.model_dump_json())

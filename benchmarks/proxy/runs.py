@@ -12,6 +12,7 @@ import psutil
 from pydantic import BaseModel
 
 from benchmarks.proxy.loadgen import LoadResult, run_loadgen
+from benchmarks.proxy.screenshots import ScreenshotPlan
 from benchmarks.proxy.stats import OURS, MemoryFigures, RecordingCheck
 
 
@@ -26,6 +27,7 @@ class Plan(BaseModel):
     progress_every: int
     cell_time_limit_s: float
     memory_time_limit_s: float
+    streams: tuple[bool, ...] = (False, True)  # which of plain / streamed calls the matrix measures
 
 
 class CellRun(BaseModel):
@@ -50,18 +52,22 @@ def _tree_cpu_s(pid: int) -> float:
     return total
 
 
-def run_matrix(plan: Plan, targets: dict[str, tuple[str, int]], log: Callable[[str], None]) -> list[CellRun]:
+def run_matrix(
+    plan: Plan, targets: dict[str, tuple[str, int]], log: Callable[[str], None], screenshots: ScreenshotPlan | None = None
+) -> list[CellRun]:
     """Measure every variant at every (streaming, clients), variants interleaved.
 
     Each round visits every cell and runs the variants back to back, in an order that
     rotates from round to round, so that noise from the shared machine falls on all
-    variants alike rather than on whichever ran last.
+    variants alike rather than on whichever ran last. With ``screenshots`` every call
+    carries one; each cell gets screenshots of its own (seeded by the cell), the same for
+    every variant, so no proxy finds a cell's images already stored.
     """
     variants = list(targets)
     runs: list[CellRun] = []
     for rnd in range(plan.rounds):
         order = variants[rnd % len(variants):] + variants[: rnd % len(variants)]
-        for stream, clients in itertools.product((False, True), sorted(plan.calls)):
+        for stream, clients in itertools.product(plan.streams, sorted(plan.calls)):
             for variant in order:
                 base, pid = targets[variant]
                 prefix = f"r{rnd}-{'s' if stream else 'n'}-c{clients}"
@@ -69,6 +75,7 @@ def run_matrix(plan: Plan, targets: dict[str, tuple[str, int]], log: Callable[[s
                 result = run_loadgen(
                     base, clients, plan.calls[clients], "on" if stream else "off", plan.warmup[clients],
                     session_paths=variant == OURS, session_prefix=prefix, time_limit_s=plan.cell_time_limit_s,
+                    screenshots=screenshots.model_copy(update={"seed": prefix}) if screenshots else None,
                 )
                 cpu_s = _tree_cpu_s(pid) - cpu_before
                 log(f"round {rnd + 1}/{plan.rounds} {variant:>9} {'stream' if stream else 'plain':>6} "

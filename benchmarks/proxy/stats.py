@@ -42,6 +42,7 @@ class Cell(BaseModel):
     first_chunk_p50_ms: float | None
     rps: float
     server_cpu_ms_per_call: float  # the proxy's own CPU, or the upstream's on the direct path
+    request_bytes_per_s: float = 0.0  # request bodies of the calls answered 200, per second of the runs
 
 
 def pool(variant: str, stream: bool, clients: int, runs: list[LoadResult], server_cpu_s: float) -> Cell:
@@ -58,6 +59,7 @@ def pool(variant: str, stream: bool, clients: int, runs: list[LoadResult], serve
         first_chunk_p50_ms=percentile(first, 50) if first else None,
         rps=ok / wall if wall else 0.0,
         server_cpu_ms_per_call=server_cpu_s * 1000 / max(1, sum(r.answered for r in runs)),
+        request_bytes_per_s=sum(r.request_bytes for r in runs) / wall if wall else 0.0,
     )
 
 

@@ -43,7 +43,21 @@ class EngineConfig(_Section):
     kind: Literal["dev", "vllm"] = Field("dev", description="`dev`: CPU dev engine; `vllm`: vllm serve (GPU).")
     max_model_len: int = Field(32768, gt=0, description="Longest prompt + completion the engine accepts.")
     startup_timeout_s: float = Field(120.0, gt=0, description="How long to wait for the engine to be healthy.")
+    dev_unconstrained_json: bool = Field(
+        False,
+        description="Dev engine only: serve `response_format` json_schema/json_object requests without the "
+        "constraint (it cannot constrain decoding; by default they are a 400). For harnesses that ask for JSON "
+        "on every call (browser-use) on a CPU run; the tiny model's answers will not parse.",
+    )
     vllm: VllmConfig = Field(default_factory=VllmConfig)
+
+    @model_validator(mode="after")
+    def _dev_only(self) -> "EngineConfig":
+        if self.dev_unconstrained_json and self.kind != "dev":
+            raise ValueError(
+                "dev_unconstrained_json applies to the dev engine only (vLLM enforces response_format); remove it"
+            )
+        return self
 
 
 # The adapters of components/rollout/harnesses (a test keeps the two lists equal).

@@ -188,6 +188,16 @@ class RunLayout:
     def trajectory(self, iteration: int | str, rollout_id: str) -> str:
         return f"{self._it(iteration)}/trajectories/{rollout_id}.jsonl"
 
+    def images(self, iteration: int | str) -> str:
+        """Prefix of the iteration's images, one object per distinct image (``<sha256>.<ext>``).
+
+        Beside the trajectories, as the proxy keeps them beside its session files: a
+        record's image ``file`` (``images/<sha256>.<ext>``) is relative to its session's
+        folder, so it resolves in the store as it did in the pod. Every rollout's pod
+        uploads its images here; the same image from two rollouts is the same object.
+        """
+        return f"{self._it(iteration)}/trajectories/images"
+
     def outcome(self, iteration: int | str, rollout_id: str) -> str:
         return f"{self._it(iteration)}/outcomes/{rollout_id}.json"
 

@@ -83,6 +83,24 @@ _NEUTRAL_VALUES: dict[str, tuple[Any, ...]] = {
 }
 
 
+# Structured outputs the dev engine can serve without the constraint (`--unconstrained-json`).
+_JSON_FORMATS = ("json_schema", "json_object")
+
+
+def without_json_format(body: Any) -> Any:
+    """``body`` without a JSON ``response_format``, for an engine told to sample unconstrained.
+
+    The dev engine cannot constrain decoding. GUI harnesses such as browser-use ask for a
+    JSON schema on every call, so a CPU run of them needs the request served anyway; the
+    answer is then whatever the model samples (the recorded logprobs are still exactly
+    those of the sampled tokens, so training stays on-policy). vLLM enforces the schema.
+    """
+    if isinstance(body, dict) and isinstance(body.get("response_format"), dict):
+        if body["response_format"].get("type") in _JSON_FORMATS:
+            return {key: value for key, value in body.items() if key != "response_format"}
+    return body
+
+
 class _Generation(_Body):
     """Fields chat and text completions share."""
 

@@ -21,6 +21,7 @@ from components.engine._protocol import (
     TokenizeRequest,
     parse_body,
     tool_dicts,
+    without_json_format,
 )
 from components.engine._responses import (
     ChatStream,
@@ -47,6 +48,7 @@ class Routes:
         policy_version: str,
         max_model_len: int,
         script: Script | None,
+        unconstrained_json: bool = False,
     ) -> None:
         self.engine = engine
         self.served_model_name = served_model_name
@@ -54,6 +56,7 @@ class Routes:
         self.policy_version = policy_version
         self.max_model_len = max_model_len
         self.script = script
+        self.unconstrained_json = unconstrained_json
         self.created = int(time.time())
         self._token_text = TokenText(engine.tokenizer)
 
@@ -68,7 +71,8 @@ class Routes:
     # -- generation ------------------------------------------------------------------
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
-        req = parse_body(ChatRequest, await _read_json(request))
+        body = await _read_json(request)
+        req = parse_body(ChatRequest, without_json_format(body) if self.unconstrained_json else body)
         self._check_model(req.model)
         prompt_ids, reply = await self.engine.prepare(self._prepare_chat, req)
         top = (req.top_logprobs or 0) if req.logprobs else 0

@@ -52,6 +52,11 @@ def serve_command(
     max_model_len: Optional[int] = typer.Option(
         None, "--max-model-len", min=1, help="Context limit (default: the model's max_position_embeddings)."
     ),
+    unconstrained_json: bool = typer.Option(
+        False,
+        "--unconstrained-json",
+        help="Serve response_format json_schema/json_object requests without the constraint (else a 400).",
+    ),
 ) -> None:
     """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize)."""
     from components.engine._script import ScriptError
@@ -66,6 +71,7 @@ def serve_command(
             served_model_name=served_model_name,
             threads=threads,
             max_model_len=max_model_len,
+            unconstrained_json=unconstrained_json,
         )
     except (ScriptError, EngineStartError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -94,7 +100,14 @@ def serve_step_command(
         version = prepare_policy(config, iteration, store, policy)
         typer.echo(f"serving checkpoint {version} for iteration {iteration} ({config.engine.kind})")
         if config.engine.kind == "dev":
-            serve(policy, host=host, port=port, max_model_len=config.engine.max_model_len)
+            engine = config.engine
+            serve(
+                policy,
+                host=host,
+                port=port,
+                max_model_len=engine.max_model_len,
+                unconstrained_json=engine.dev_unconstrained_json,
+            )
             return
         try:
             code = serve_vllm(config, policy, Path(tmp), host=host, port=port)

@@ -62,6 +62,7 @@ def build_app(
     script: Script | None = None,
     threads: int = 2,
     max_model_len: int | None = None,
+    unconstrained_json: bool = False,
 ) -> web.Application:
     """Load the model and return the ready aiohttp application."""
     from components.engine._generation import ModelRunner
@@ -88,6 +89,7 @@ def build_app(
         policy_version=policy_version,
         max_model_len=runner.max_model_len,
         script=script,
+        unconstrained_json=unconstrained_json,
     ).register(app)
     app.on_cleanup.append(lambda _app: _close(engine))
     return app
@@ -106,6 +108,7 @@ def serve(
     served_model_name: str | None = None,
     threads: int = 2,
     max_model_len: int | None = None,
+    unconstrained_json: bool = False,
 ) -> None:
     """Serve ``model_dir`` on ``host:port`` until SIGINT or SIGTERM.
 
@@ -118,6 +121,7 @@ def serve(
         script=loaded_script,
         threads=threads,
         max_model_len=max_model_len,
+        unconstrained_json=unconstrained_json,
     )
     _run(_serve_until_signalled(app, host, port))
 

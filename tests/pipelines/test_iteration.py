@@ -157,9 +157,14 @@ def test_rollout_artifacts_use_the_run_layout_keys() -> None:
     assert outputs["trajectory"]["s3"]["key"] == layout.trajectory(ITERATION, rid)
     assert outputs["outcome"]["path"] == "/work/out/outcome.json"
     assert outputs["trajectory"]["path"] == f"/work/trajectories/{rid}.jsonl"
-    # Stored as plain files (Argo would tar.gz them otherwise); a silent harness has no trajectory.
+    # The proxy's image store beside the trajectory, so a record's `images/<sha256>.<ext>` resolves there.
+    assert outputs["images"]["path"] == "/work/trajectories/images"
+    assert outputs["images"]["s3"]["key"] == layout.images(ITERATION) == f"{config.name}/iterations/{ITERATION}/trajectories/images"
+    # Stored as plain files (Argo would tar.gz them otherwise); a silent harness has no trajectory,
+    # an image-free one no images.
     assert all(a["archive"] == {"none": {}} for a in outputs.values())
-    assert outputs["trajectory"]["optional"] is True and "optional" not in outputs["outcome"]
+    assert outputs["trajectory"]["optional"] is True and outputs["images"]["optional"] is True
+    assert "optional" not in outputs["outcome"]
 
 
 def test_images_namespace_and_account_come_from_the_cluster_config() -> None:

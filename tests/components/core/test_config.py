@@ -78,3 +78,9 @@ def test_reliability_limits_default_and_bounds(tmp_path: Path) -> None:
         field = bad.strip("{}").split(":")[0]
         with pytest.raises(ConfigError, match=rf"rollout\.{field}"):
             _load(tmp_path, f"name: demo\ntasks: {{source: x}}\nrollout: {bad}\n")
+
+
+def test_unconstrained_json_is_for_the_dev_engine_only(tmp_path: Path) -> None:
+    assert _load(tmp_path, "name: demo\ntasks: {source: x}\nengine: {dev_unconstrained_json: true}\n").engine.dev_unconstrained_json
+    with pytest.raises(ConfigError, match="dev_unconstrained_json applies to the dev engine only"):
+        _load(tmp_path, "name: demo\ntasks: {source: x}\nengine: {kind: vllm, dev_unconstrained_json: true}\n")

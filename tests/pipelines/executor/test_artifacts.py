@@ -10,10 +10,14 @@ from components.core.storage import ArtifactStore
 from pipelines.executor import ExecutorOptions, NodeEvent, NodePhase, WorkflowFailed, execute_workflow
 from tests.pipelines.executor.manifests import dag, inputs, pod, task, workflow
 
-# Copies the task folder's prompt into the outcome, then exits with argv[3].
+# Copies the task folder's prompt into the outcome, writes two "images" (one the same in
+# every rollout, as a proxy's image store would), then exits with argv[3].
 _ROLLOUT = (
     "import pathlib, sys; out = pathlib.Path(sys.argv[2]); out.parent.mkdir(parents=True, exist_ok=True); "
-    "out.write_text(pathlib.Path(sys.argv[1], 'prompt.txt').read_text().upper()); sys.exit(int(sys.argv[3]))"
+    "prompt = pathlib.Path(sys.argv[1], 'prompt.txt').read_text(); out.write_text(prompt.upper()); "
+    "images = out.parents[1] / 'trajectories' / 'images'; "
+    "images.mkdir(parents=True); (images / 'shared.png').write_text('same'); "
+    "(images / (prompt[-1] + '.png')).write_text(prompt); sys.exit(int(sys.argv[3]))"
 )
 
 
@@ -34,6 +38,8 @@ def _rollout_flow(exit_code: str = "0") -> list[dict]:
                  "s3": {"key": "run/outcomes/{{inputs.parameters.rollout-id}}.json"}},
                 {"name": "trajectory", "path": "/work/trajectories/{{inputs.parameters.rollout-id}}.jsonl",
                  "s3": {"key": "run/trajectories/{{inputs.parameters.rollout-id}}.jsonl"}, "optional": True},
+                {"name": "images", "path": "/work/trajectories/images", "s3": {"key": "run/trajectories/images"},
+                 "optional": True},
             ]
         },  # fmt: skip
         container={"volumeMounts": [{"name": "work", "mountPath": "/work"}]},
@@ -73,6 +79,9 @@ def test_input_folder_and_output_file_round_trip_through_the_store(any_store: Ar
     _run(any_store, _rollout_flow(), tmp_path)
     assert any_store.get_bytes("run/outcomes/a-s0.json") == b"PROMPT OF A"
     assert any_store.get_bytes("run/outcomes/b-s0.json") == b"PROMPT OF B"
+    # An output folder lands file by file under its key; both pods' folders merge there.
+    assert sorted(any_store.list("run/trajectories/images/")) == [f"run/trajectories/images/{n}.png" for n in ("a", "b", "shared")]
+    assert any_store.get_bytes("run/trajectories/images/b.png") == b"prompt of b"
     # The optional trajectory was never written: no object, no failure.
     assert not any_store.exists("run/trajectories/a-s0.jsonl")
 

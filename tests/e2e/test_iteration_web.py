@@ -1,0 +1,145 @@
+"""A whole iteration of examples/web.yaml: browser-use in a real Chromium on a seeded web
+app, the tiny model on the dev engine, proxy sidecars, scoring, the batch, the CPU update.
+
+One stand-in, the verifier's reward: the tiny model cannot solve a web task, so every
+reward is 0, and GRPO skips a group whose rewards are all equal (no signal): nothing would
+reach the update. The task's own verifier still judges each rollout (its verdict and exit
+code pass through); a wrapper adds noise below 0.01 to the reward so the two samples of
+the group differ and the batch and the update run on the recorded screenshot calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from components.core.checkpoints import committed_versions
+from components.core.config import load_config
+from components.core.images import pointer_parts, rebuild_request, referenced_images
+from components.core.storage import ArtifactStore, RunLayout, get_dir, open_store
+from components.core.trajectory import RecordedCall
+from components.rollout.harnesses import get_harness
+from pipelines.run import run_experiment
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "web.yaml"
+TASK = REPO / "examples" / "tasks" / "web" / "web-form-submit-1"
+NOISE = 0.01
+
+# Runs the task's verify.py and passes its verdict through, its reward plus noise in [0, NOISE).
+_NOISY_VERIFY = f"""\
+import json, os, random, subprocess, sys
+real = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "verify.py")], capture_output=True, text=True)
+lines = real.stdout.strip().splitlines()
+if real.returncode not in (0, 1):  # it could not judge: that stays a verifier error
+    print(real.stdout + real.stderr)
+    sys.exit(real.returncode)
+reward = json.loads(lines.pop())["reward"] if lines and lines[-1].startswith("{{") else float(real.returncode == 0)
+print("\\n".join(lines))
+print(json.dumps({{"reward": reward + random.random() * {NOISE}}}))
+sys.exit(real.returncode)
+"""
+
+
+def _noisy_task(tasks: Path) -> None:
+    task = tasks / TASK.name
+    shutil.copytree(TASK, task)
+    (task / "noisy_verify.py").write_text(_NOISY_VERIFY)
+    spec = yaml.safe_load((task / "task.yaml").read_text())
+    spec["verifier"]["command"] = ["python3", "{task_dir}/noisy_verify.py"]
+    (task / "task.yaml").write_text(yaml.safe_dump(spec))
+
+
+def _images_from_store(store: ArtifactStore, layout: RunLayout, calls: list[RecordedCall], dest: Path) -> Path:
+    """What a reader elsewhere does: fetch the files the records name from the iteration's images."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for call in calls:
+        for file in referenced_images(call):
+            (dest / Path(file).name).write_bytes(store.get_bytes(f"{layout.images(0)}/{Path(file).name}"))
+    return dest
+
+
+@pytest.mark.slow
+def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
+    chromium_ready: None, tmp_path: Path, tracking_uri: str
+) -> None:
+    if not get_harness("browser-use").is_installed():
+        pytest.skip("browser-use is not installed: run `openforge harness install browser-use`")
+    _noisy_task(tmp_path / "tasks")
+    example = load_config(EXAMPLE)
+    config = example.model_copy(
+        update={
+            "name": "web-e2e",
+            "tasks": example.tasks.model_copy(update={"source": str(tmp_path / "tasks"), "per_iteration": 1}),
+            # One call per rollout: each ~12k-token row costs ~30 s of CPU in the update.
+            "harness": example.harness.model_copy(update={"max_turns": 1}),
+            "storage": example.storage.model_copy(update={"uri": f"file://{tmp_path / 'store'}"}),
+            "tracking": example.tracking.model_copy(update={"uri": tracking_uri}),
+        }
+    )
+    logged = run_experiment(config, console=Console(file=io.StringIO(), width=160), workdir=tmp_path / ".openforge")
+
+    store, layout = open_store(config.storage.uri), RunLayout(config.name)
+    rollout_ids = [r["rollout_id"] for r in json.loads(store.get_bytes(layout.plan(0)))["rollouts"]]
+    assert len(rollout_ids) == example.rollout.samples_per_task
+
+    # Every rollout recorded its calls, each with its screenshot stored once by hash in the store.
+    stored = {Path(key).name: store.get_bytes(key) for key in store.list(layout.images(0) + "/")}
+    assert stored and all(name == f"{hashlib.sha256(data).hexdigest()}.png" for name, data in stored.items())
+    all_calls, used = [], set()
+    for rollout_id in rollout_ids:
+        outcome = json.loads(store.get_bytes(layout.outcome(0, rollout_id)))
+        assert outcome["status"] == "ok" and outcome["passed"] is False, outcome
+        assert 0.0 <= outcome["reward"] < NOISE, outcome
+        lines = store.get_bytes(layout.trajectory(0, rollout_id)).splitlines()
+        calls = [RecordedCall.model_validate_json(line) for line in lines]
+        assert calls and all(call.ok and call.images for call in calls), rollout_id
+        all_calls += calls
+        used |= {Path(file).name for call in calls for file in referenced_images(call)}
+    assert used == set(stored)  # nothing missing, nothing stray
+
+    # ... and rebuilds from there to the PNG data URL browser-use sent.
+    images = _images_from_store(store, layout, all_calls, tmp_path / "fetched")
+    for call in all_calls:
+        rebuilt = {"request": rebuild_request(call, images)}
+        for pointer in call.images:  # e.g. /request/messages/1/content/2/image_url/url
+            url = rebuilt
+            for part in pointer_parts(pointer):
+                url = url[int(part)] if isinstance(url, list) else url[part]
+            prefix, data = url.split(",", 1)
+            assert prefix == "data:image/png;base64"
+            assert f"{hashlib.sha256(base64.b64decode(data)).hexdigest()}.png" in stored
+
+    # Scored: every rollout usable, the group's rewards differ (the noise), so it trains.
+    rewards = json.loads(store.get_bytes(layout.rewards(0)))
+    assert rewards["unusable"] == {} and all(r["usable"] for r in rewards["records"])
+
+    # The batch: one row per call (browser-use's calls never extend each other), each prompt
+    # holding its screenshot's placeholder (docs/engine.md, "Images").
+    from transformers import AutoTokenizer
+    from verl import DataProto
+
+    (tmp_path / "batch.pt").write_bytes(store.get_bytes(layout.batch(0)))
+    batch = DataProto.load_from_disk(tmp_path / "batch.pt")
+    assert len(batch) == len(all_calls)
+    get_dir(store, layout.checkpoint(0), tmp_path / "ckpt0")
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path / "ckpt0")
+    prompts = [tokenizer.decode(row, skip_special_tokens=False) for row in batch.batch["prompts"].tolist()]
+    placeholders = {f"<|image:{Path(file).stem[:16]}|>" for call in all_calls for file in referenced_images(call)}
+    assert all(any(mark in prompt for mark in placeholders) for prompt in prompts)
+
+    # The update ran and checkpoint 1 is committed with weights of its own.
+    metrics = logged[0]
+    assert metrics["batch/rows"] == len(all_calls) and metrics["batch/dropped_rows"] == 0
+    assert metrics["groups/skipped_equal"] == 0 and "train/loss" in metrics
+    assert committed_versions(store, layout) == [0, 1]
+    weights = [store.get_bytes(f"{layout.checkpoint(v)}/model.safetensors") for v in (0, 1)]
+    assert weights[0] != weights[1]
