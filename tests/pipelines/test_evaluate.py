@@ -82,8 +82,9 @@ def test_eval_runs_the_quickstart_tasks_records_sessions_and_trains_nothing(tmp_
     assert not store.list(f"{config.name}/iterations/")
     assert not store.exists(layout.batch(0))
     logs = tmp_path / ".openforge" / "executor" / config.name / "eval-base-e2e" / "logs"
-    assert {p.name.split(".")[-1] for p in logs.iterdir()} >= {"prepare", "serve", "score", "report"}
-    assert not [p for p in logs.iterdir() if p.name.endswith((".train", ".commit"))]
+    nodes = {p.name for p in logs.iterdir()}
+    assert {"prepare", "generate.serve", "score", "report"} <= nodes
+    assert not nodes & {"train", "commit", "exit-handler"}
     # Its own MLflow run in the experiment's MLflow experiment, tagged with the checkpoint.
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment = client.get_experiment_by_name(config.name)
