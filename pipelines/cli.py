@@ -18,6 +18,8 @@ from components.trainer.cli import batch_app, train_command
 from pipelines.cluster.cli import deploy_command, status_command, submit_command
 from pipelines.commit import commit_command
 from pipelines.compile import compile_command
+from pipelines.eval_report import report_command
+from pipelines.evaluate import eval_command
 from pipelines.prepare import prepare_command
 from pipelines.run import run_command
 from pipelines.run_status import record_status_command
@@ -33,6 +35,7 @@ app.add_typer(engine_app, name="engine")
 app.command("proxy")(proxy_command)
 app.command("compile")(compile_command)
 app.command("run")(run_command)
+app.command("eval")(eval_command)
 app.command("deploy")(deploy_command)
 app.command("submit")(submit_command)
 app.command("status")(status_command)
@@ -48,6 +51,7 @@ step_app.command("rollout")(rollout_command)
 step_app.command("score")(score_command)
 step_app.command("train")(train_command)
 step_app.command("commit")(commit_command)
+step_app.command("report")(report_command)
 step_app.command("record-status")(record_status_command)
 app.add_typer(step_app, name="step")
 

@@ -20,11 +20,15 @@ _KIND_SUFFIX = {"WorkflowTemplate": "template", "CronWorkflow": "cron", "Workflo
 
 def compile_config(config: ExperimentConfig) -> list[dict[str, Any]]:
     """The experiment's manifests as plain JSON-like dicts, in a fixed order: the iteration
-    WorkflowTemplate, the CronWorkflow that runs it, the bounded multi-iteration Workflow."""
+    WorkflowTemplate, the CronWorkflow that runs it, the bounded multi-iteration Workflow.
+    An evaluation's config (``openforge eval``) compiles to its one Workflow."""
     from pipelines.continual import build_bounded_workflow, build_cron_workflow
-    from pipelines.iteration import build_iteration_template
+    from pipelines.iteration import build_eval_workflow, build_iteration_template
 
-    objects = [build_iteration_template(config), build_cron_workflow(config), build_bounded_workflow(config)]
+    if config.evaluation is not None:
+        objects = [build_eval_workflow(config)]
+    else:
+        objects = [build_iteration_template(config), build_cron_workflow(config), build_bounded_workflow(config)]
     return [_name_first(o.build().model_dump(by_alias=True, exclude_none=True, mode="json")) for o in objects]
 
 

@@ -3,6 +3,9 @@
     prepare -> generate [serve (daemon) -> rollout x N (withParam)] -> score -> train -> commit
     onExit: record-status
 
+An evaluation (``openforge eval``, ``config.evaluation`` set) is the same DAG with report
+in place of train and commit (``build_eval_workflow``).
+
 Every container runs ``openforge step <name> ...`` with the config YAML in env
 ``OPENFORGE_CONFIG_YAML``. prepare resolves the iteration (``next`` or a number) against
 the run's state in the store and says whether anything is left to do; the later steps
@@ -27,13 +30,14 @@ from hera.workflows import (
     SecretEnvFrom,
     Task,
     UserContainer,
+    Workflow,
     WorkflowTemplate,
 )
 from hera.workflows import models as m
 
 from components.core.config import CONFIG_ENV, ExperimentConfig
 from components.core.images import IMAGES_DIR
-from components.core.storage import RunLayout
+from components.core.storage import run_layout
 from pipelines import pod_specs
 
 ENTRYPOINT = "iteration"
@@ -68,7 +72,9 @@ def template_name(config: ExperimentConfig) -> str:
 
 def config_yaml(config: ExperimentConfig) -> str:
     """The config as the YAML text every step receives: complete (defaults spelled out) and stable."""
-    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    # `evaluation` only in an evaluation's config: a training config's text (and manifest) stays as it was.
+    dumped = config.model_dump(mode="json", exclude={"evaluation"} if config.evaluation is None else None)
+    return yaml.safe_dump(dumped, sort_keys=False)
 
 
 def _step_command(step: str, *args: str) -> list[str]:
@@ -190,7 +196,7 @@ def _rollout_template(config: ExperimentConfig) -> Container:
     local executor) move; the service-account token goes to those containers only.
     """
     cluster = config.cluster
-    layout = RunLayout(config.name)
+    layout = run_layout(config)
     trajectory_file = f"{TRAJECTORY_DIR}/{ROLLOUT_ID}.jsonl"
     mounts = {WORK_VOLUME: WORK_DIR, "tmp": "/tmp", "home": HOME_DIR}
     return Container(
@@ -248,7 +254,13 @@ def _exit_handler(config: ExperimentConfig) -> Container:
     return _storage_step(config, EXIT_HANDLER, command, sized_as="commit", inputs=None)
 
 
-def _iteration_dag() -> DAG:
+def _final_steps(evaluation: bool) -> tuple[str, ...]:
+    """What follows score, in order: an evaluation trains and commits nothing."""
+    return ("report",) if evaluation else ("train", "commit")
+
+
+def _iteration_dag(evaluation: bool) -> DAG:
+    """prepare -> generate -> score, then train -> commit; an evaluation ends in report instead."""
     pending = f"{_PREPARED % 'pending'} == true"
     iteration = Parameter(name="iteration", value=_PREPARED % "iteration")
     tasks = [
@@ -264,8 +276,11 @@ def _iteration_dag() -> DAG:
         # failure as an outcome and exits 0), so a failed generate stops the iteration, to be
         # resumed from the store by the next run.
         Task(name="score", template="score", depends=GENERATE, when=pending, arguments=[iteration]),
-        Task(name="train", template="train", depends="score", when=pending, arguments=[iteration]),
-        Task(name="commit", template="commit", depends="train", when=pending, arguments=[iteration]),
+    ]
+    finish = _final_steps(evaluation)
+    tasks += [
+        Task(name=name, template=name, depends=after, when=pending, arguments=[iteration])
+        for name, after in zip(finish, ("score", *finish))
     ]
     return DAG(name=ENTRYPOINT, inputs=[_iteration_input()], tasks=tasks)
 
@@ -300,15 +315,25 @@ def _generate_dag(config: ExperimentConfig) -> DAG:
 
 
 def iteration_templates(config: ExperimentConfig) -> list[Any]:
-    """Every template one iteration needs, DAGs first (a bounded workflow reuses them all)."""
+    """Every template one iteration needs, DAGs first (a bounded workflow reuses them all).
+
+    With ``config.evaluation`` set, the evaluation's: no train, no commit, no exit hook
+    (it records training workflows), and a report step that summarizes the scores.
+    """
+    evaluation = config.evaluation is not None
     steps = [
         _prepare_template(config),
         _serve_template(config),
         _rollout_template(config),
-        *(_storage_step(config, step, _step_command(step)) for step in ("score", "train", "commit")),
-        _exit_handler(config),
+        # The report step is sized like commit: both read small files and talk to MLflow.
+        *(
+            _storage_step(config, step, _step_command(step), sized_as="commit" if step == "report" else "")
+            for step in ("score", *_final_steps(evaluation))
+        ),
     ]
-    return [_iteration_dag(), _generate_dag(config), *steps]
+    if not evaluation:
+        steps.append(_exit_handler(config))
+    return [_iteration_dag(evaluation), _generate_dag(config), *steps]
 
 
 def workflow_settings(config: ExperimentConfig) -> dict[str, Any]:
@@ -352,4 +377,22 @@ def build_iteration_template(config: ExperimentConfig) -> WorkflowTemplate:
         ],
         templates=iteration_templates(config),
         **workflow_settings(config),
+    )
+
+
+def build_eval_workflow(config: ExperimentConfig) -> Workflow:
+    """One evaluation (``config.evaluation``): the iteration's DAG ending in report, not train and commit."""
+    if config.evaluation is None:
+        raise ValueError("build_eval_workflow needs config.evaluation (openforge eval sets it)")
+    settings = workflow_settings(config)
+    # No experiment mutex (an evaluation only reads checkpoints and must not hold training up)
+    # and no exit hook (it records how *training* workflows ended).
+    for key in ("synchronization", "on_exit"):
+        settings.pop(key)
+    return Workflow(
+        generate_name=f"{config.name}-eval-",
+        entrypoint=ENTRYPOINT,
+        arguments=[Parameter(name="iteration", value="0"), config_parameter(config)],
+        templates=iteration_templates(config),
+        **settings,
     )

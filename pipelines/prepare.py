@@ -29,7 +29,7 @@ import typer
 from pydantic import BaseModel
 
 from components.core.config import ExperimentConfig
-from components.core.storage import ArtifactStore, RunLayout
+from components.core.storage import ArtifactStore, RunLayout, run_layout
 from pipelines.state import read_state
 
 NEXT = "next"
@@ -62,10 +62,10 @@ def parse_iteration(value: str) -> int | None:
 
 
 def prepare_step(config: ExperimentConfig, requested: int | None, store: ArtifactStore) -> Prepared:
-    """Resolve the iteration against the run's state and plan what is left of it."""
-    from components.rollout.prepare import fan_out, prepare_iteration
-
-    layout = RunLayout(config.name)
+    """Resolve the iteration against the run's state (an evaluation: none) and plan what is left of it."""
+    layout = run_layout(config)
+    if config.evaluation is not None:
+        return _prepare_evaluation(config, requested or 0, store, layout)
     state = read_state(store, layout)
     first_open = 0 if state is None else state.last_committed_iteration + 1
     iteration = first_open if requested is None else requested
@@ -81,11 +81,23 @@ def prepare_step(config: ExperimentConfig, requested: int | None, store: Artifac
             f"iteration {iteration} cannot run before iteration {first_open} is committed "
             f"({store.root}/{layout.state()}); submit iteration={NEXT} instead"
         )
+    return _plan_left(config, iteration, store, layout, cursor=0 if state is None else state.task_cursor)
+
+
+def _prepare_evaluation(config: ExperimentConfig, iteration: int, store: ArtifactStore, layout: RunLayout) -> Prepared:
+    """An evaluation is never committed and trains nothing: the run's state does not apply."""
+    prepared = _plan_left(config, iteration, store, layout, cursor=0)
+    return prepared.model_copy(update={"reason": f"evaluation {config.evaluation.id}: {prepared.reason}"})
+
+
+def _plan_left(config: ExperimentConfig, iteration: int, store: ArtifactStore, layout: RunLayout, cursor: int) -> Prepared:
+    """The iteration's plan (reused when stored) and the rollouts whose outcome is not stored yet."""
+    from components.rollout.prepare import fan_out, prepare_iteration
+
     plan_key = layout.plan(iteration)
     if store.exists(plan_key):
         plan, how = json.loads(store.get_bytes(plan_key)), "resumed"
     else:
-        cursor = 0 if state is None else state.task_cursor
         plan, how = prepare_iteration(config, iteration, store, cursor), "planned"
     planned = fan_out(plan)
     left = [r for r in planned if not store.exists(layout.outcome(iteration, r["rollout_id"]))]

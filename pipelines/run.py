@@ -10,7 +10,8 @@ rewards are stored and a train step whose checkpoint is committed are not run ag
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -39,7 +40,7 @@ class RunError(RuntimeError):
     """An iteration that ended without being committed."""
 
 
-def _resume_rule(store: ArtifactStore, layout: RunLayout, iteration: int) -> Callable[[str], str | None]:
+def resume_rule(store: ArtifactStore, layout: RunLayout, iteration: int) -> Callable[[str], str | None]:
     """Steps without output artifacts that already finished in an earlier, interrupted attempt.
 
     (Rollouts need no rule: the executor skips a pod whose output artifacts are stored.)
@@ -73,7 +74,25 @@ def run_experiment(
     each from a fresh interpreter. ``runtime="podman"`` runs each rollout pod with
     `podman kube play` (pipelines/executor/_podman.py); every other step stays a process.
     """
-    console = console or Console()
+    if config.evaluation is not None:
+        raise RunError("this config has an `evaluation` section: that is for `openforge eval`; remove it to train")
+    with local_executor(config, workdir, programs, warm_start, runtime) as options:
+        return _run_iterations(config, iterations, console or Console(), workdir, options)
+
+
+@contextmanager
+def local_executor(
+    config: ExperimentConfig,
+    workdir: Path,
+    programs: Mapping[str, list[str]] | None,
+    warm_start: bool,
+    runtime: Runtime,
+) -> Iterator[Callable[[Callable[[str], str | None]], ExecutorOptions]]:
+    """What every local workflow of this config shares (a run's iterations, an evaluation).
+
+    Checks the harness and podman before any step starts, starts the warm-start server
+    for the duration, and yields a function making the executor's options from a resume rule.
+    """
     if programs is None:  # this checkout's steps will run the harness on this machine
         _require_harness(config)
     podman = None
@@ -86,8 +105,13 @@ def run_experiment(
     warm = None
     if warm_start and programs is None:
         warm = WarmStarts(log_path=workdir / "executor" / config.name / "warm-start.log")
+    extra = {"programs": programs} if programs is not None else {"warm": warm}
+
+    def options(skip: Callable[[str], str | None]) -> ExecutorOptions:
+        return ExecutorOptions(skip_existing_outputs=True, skip=skip, podman=podman, **extra)
+
     try:
-        return _run_iterations(config, iterations, console, workdir, programs, warm, podman)
+        yield options
     finally:
         if warm is not None:
             warm.close()
@@ -108,9 +132,7 @@ def _run_iterations(
     iterations: int | None,
     console: Console,
     workdir: Path,
-    programs: Mapping[str, list[str]] | None,
-    warm: WarmStarts | None,
-    podman: PodmanOptions | None,
+    options: Callable[[Callable[[str], str | None]], ExecutorOptions],
 ) -> dict[int, dict[str, float]]:
     from components.core.tracking import ExperimentTracker, ui_command
     from pipelines.compile import compile_config, manifest_of_kind
@@ -126,7 +148,6 @@ def _run_iterations(
     # One iteration per call, as the CronWorkflow runs it: the WorkflowTemplate alone.
     manifests = [manifest_of_kind(compile_config(config), "WorkflowTemplate")]
     tracker = ExperimentTracker(config.tracking, config.name)
-    extra_options = {"programs": programs} if programs is not None else {"warm": warm}
     times: dict[int, float] = {}
     with RunView(console) as view:
         for iteration in range(first, total):
@@ -137,12 +158,7 @@ def _run_iterations(
                 parameters={"config": text, "iteration": str(iteration)},
                 store=store,
                 workdir=workdir / "executor" / config.name / f"iteration-{iteration:05d}",
-                options=ExecutorOptions(
-                    skip_existing_outputs=True,
-                    skip=_resume_rule(store, layout, iteration),
-                    podman=podman,
-                    **extra_options,
-                ),
+                options=options(resume_rule(store, layout, iteration)),
                 observer=view.observe,
             )
             state = read_state(store, layout)

@@ -150,6 +150,42 @@ class TrackingConfig(_Section):
     experiment: str | None = Field(None, description="MLflow experiment name (defaults to the config's name).")
 
 
+CheckpointChoice = Literal["base", "latest"]
+
+
+class EvaluationConfig(_Section):
+    """Set by `openforge eval` only: turns the iteration's steps into an evaluation (no training).
+
+    Its presence is what the steps read: prepare ignores the run's state, serve serves the
+    chosen policy without committing anything, and every key goes under
+    ``<name>/evals/<id>/`` (components/core/storage.py, docs/operations.md).
+    """
+
+    id: str = Field(description="Names the evaluation's folder `<name>/evals/<id>/`; reusing an id resumes it.")
+    checkpoint: CheckpointChoice | int = Field(
+        "latest",
+        description="`base`: the configured model (model.path, or the tiny model); `latest`: the run's newest "
+        "committed checkpoint; a number: that committed checkpoint version.",
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _label(cls, value: str) -> str:
+        if len(value) > 40 or not _DNS1123.match(value):
+            raise ValueError(
+                f"evaluation.id {value!r} must be lower-case letters, digits and '-', at most 40 characters "
+                "(it names a folder and an MLflow run)"
+            )
+        return value
+
+    @field_validator("checkpoint")
+    @classmethod
+    def _version(cls, value: str | int) -> str | int:
+        if isinstance(value, int) and value < 0:
+            raise ValueError(f"evaluation.checkpoint {value} must be a version >= 0, 'base' or 'latest'")
+        return value
+
+
 class ExperimentConfig(_Section):
     name: str = Field(description="Run name: lower-case letters, digits and '-', at most 40 characters.")
     seed: int = Field(0, description="Seeds task sampling, the tiny model and the trainer.")
@@ -164,6 +200,9 @@ class ExperimentConfig(_Section):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    evaluation: EvaluationConfig | None = Field(
+        None, description="Set by `openforge eval` on the config its workflow receives; leave unset in a YAML file."
+    )
 
     @field_validator("name")
     @classmethod

@@ -11,8 +11,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlparse
+
+if TYPE_CHECKING:  # for the annotation only
+    from components.core.config import ExperimentConfig
 
 
 class StorageError(RuntimeError):
@@ -165,22 +168,37 @@ def get_dir(store: ArtifactStore, prefix: str, local: Path) -> list[Path]:
 
 
 class RunLayout:
-    """Where each artifact of a run lives, relative to ``<storage.uri>/<experiment name>``."""
+    """Where each artifact of a run lives, relative to ``<storage.uri>/<experiment name>``.
 
-    def __init__(self, name: str) -> None:
+    An evaluation (``evaluation`` = its id) keeps its tasks, plan, outcomes, trajectories,
+    rewards and summary under ``<name>/evals/<id>/``, beside the run's own; the run's
+    state and checkpoints stay where training keeps them.
+    """
+
+    def __init__(self, name: str, evaluation: str | None = None) -> None:
         self.name = name
+        self.evaluation = evaluation
+        self._scope = f"{name}/evals/{evaluation}" if evaluation else name
 
     def _it(self, iteration: int | str) -> str:
         # Not zero-padded: the Argo manifest builds these keys from the
         # `{{workflow.parameters.iteration}}` placeholder (passed as `iteration`), which cannot pad.
-        return f"{self.name}/iterations/{iteration}"
+        return f"{self._scope}/iterations/{iteration}"
 
     def state(self) -> str:
         return f"{self.name}/state.json"
 
     def task(self, task_id: str) -> str:
         """Prefix of the run's frozen copy of one task folder (written by prepare, read by rollouts)."""
-        return f"{self.name}/tasks/{task_id}"
+        return f"{self._scope}/tasks/{task_id}"
+
+    def evaluated_checkpoint(self) -> str:
+        """An evaluation's record of the policy it served (written by its serve step)."""
+        return f"{self._scope}/checkpoint.json"
+
+    def eval_summary(self) -> str:
+        """An evaluation's results (written by its report step)."""
+        return f"{self._scope}/summary.json"
 
     def plan(self, iteration: int) -> str:
         return f"{self._it(iteration)}/plan.json"
@@ -215,3 +233,8 @@ class RunLayout:
 
     def checkpoint_marker(self, version: int) -> str:
         return f"{self.checkpoint(version)}/COMMITTED"
+
+
+def run_layout(config: ExperimentConfig) -> RunLayout:
+    """The layout a step of this config writes to: the run's, or its evaluation's."""
+    return RunLayout(config.name, config.evaluation.id if config.evaluation else None)

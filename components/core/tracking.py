@@ -45,7 +45,8 @@ def ui_command(tracking_uri: str) -> str:
 class ExperimentTracker:
     """The MLflow run of one experiment (found by tag, created on first use)."""
 
-    def __init__(self, tracking: TrackingConfig, run_name: str) -> None:
+    def __init__(self, tracking: TrackingConfig, run_name: str, experiment: str | None = None) -> None:
+        """``experiment``: the MLflow experiment when it is not the run's own name (an evaluation's run)."""
         # The run is offline by design: no usage reports leave this machine.
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
         from mlflow import MlflowClient
@@ -55,7 +56,7 @@ class ExperimentTracker:
             db.parent.mkdir(parents=True, exist_ok=True)
         self.uri = tracking.uri
         self.client = MlflowClient(tracking_uri=tracking.uri)
-        experiment_id = self._experiment_id(tracking.experiment or run_name, db)
+        experiment_id = self._experiment_id(tracking.experiment or experiment or run_name, db)
         self.run_id = self._run_id(experiment_id, run_name)
 
     def _experiment_id(self, name: str, db: Path | None) -> str:

@@ -97,7 +97,11 @@ def serve_step_command(
     store = open_store(config.storage.uri, config.storage.endpoint_url)
     with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp:
         policy = Path(tmp) / "policy"
-        version = prepare_policy(config, iteration, store, policy)
+        try:
+            version = prepare_policy(config, iteration, store, policy)
+        except FileNotFoundError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
         typer.echo(f"serving checkpoint {version} for iteration {iteration} ({config.engine.kind})")
         if config.engine.kind == "dev":
             engine = config.engine

@@ -1,6 +1,7 @@
 """The serve step: put the policy for iteration k on disk and serve it.
 
-Iteration k serves the newest committed checkpoint <= k. The first iteration of a run
+Iteration k serves the newest committed checkpoint <= k; an evaluation serves the one it
+names (``evaluation.checkpoint``) and commits nothing. The first iteration of a run
 finds none and commits the initial policy (the configured model, or the tiny model
 built from its seed) as version 0, so training and every later step read policies from
 one place, and a run can be traced back to exactly the weights it started from.
@@ -8,13 +9,14 @@ one place, and a run can be traced back to exactly the weights it started from.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from urllib.parse import urlparse
 
-from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
+from components.core.checkpoints import commit_checkpoint, committed_versions, fetch_committed, write_checkpoint_info
 from components.core.config import ExperimentConfig
-from components.core.storage import ArtifactStore, RunLayout, get_dir, open_store
+from components.core.storage import ArtifactStore, RunLayout, get_dir, open_store, run_layout
 
 
 def _initial_policy(config: ExperimentConfig, dest: Path) -> None:
@@ -37,10 +39,34 @@ def _initial_policy(config: ExperimentConfig, dest: Path) -> None:
 
 def prepare_policy(config: ExperimentConfig, iteration: int, store: ArtifactStore, dest: Path) -> int:
     """Fetch the checkpoint iteration ``iteration`` serves into ``dest``; returns its version."""
-    layout = RunLayout(config.name)
+    layout = run_layout(config)
+    if config.evaluation is not None:
+        return _evaluated_policy(config, store, layout, dest)
     version = fetch_committed(store, layout, iteration, dest)
     if version is not None:
         return version
     _initial_policy(config, dest)
     commit_checkpoint(store, layout, 0, dest)
     return 0
+
+
+def _evaluated_policy(config: ExperimentConfig, store: ArtifactStore, layout: RunLayout, dest: Path) -> int:
+    """The policy an evaluation asked for, in ``dest``; commits nothing, records what it served."""
+    choice = config.evaluation.checkpoint
+    if choice == "base":
+        _initial_policy(config, dest)
+        version, source = 0, config.model.path or f"tiny model (seed {config.model.tiny_seed})"
+    else:
+        versions = committed_versions(store, layout)
+        wanted = versions[-1] if choice == "latest" and versions else choice
+        if wanted not in versions:
+            have = ", ".join(map(str, versions)) or "none"
+            raise FileNotFoundError(
+                f"checkpoint {choice!r} of {config.name!r} is not committed in {store.root} (committed: {have}); "
+                "train first (`openforge run`) or evaluate --checkpoint base"
+            )
+        fetch_committed(store, layout, wanted, dest)
+        version, source = wanted, f"{store.root}/{layout.checkpoint(wanted)}"
+    record = {"requested": choice, "version": version, "source": source}
+    store.put_bytes(layout.evaluated_checkpoint(), json.dumps(record, indent=2).encode())
+    return version

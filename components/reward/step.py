@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from components.core.config import ExperimentConfig
 from components.core.metrics import merge_metrics
 from components.core.outcome import Outcome, RewardRecord, RolloutStatus
-from components.core.storage import ArtifactStore, RunLayout
+from components.core.storage import ArtifactStore, run_layout
 from components.core.trajectory import TrajectoryError, read_session
 from components.reward.scoring import Capture, inspect_capture, judged_attempt, score_outcomes
 from components.reward.stats import GroupStats, TaskStats, group_stats, reason_counts, score_metrics, task_stats
@@ -86,7 +86,7 @@ def _load_capture(store: ArtifactStore, key: str, scratch: Path, attempt: int | 
 
 def score_iteration(config: ExperimentConfig, iteration: int, store: ArtifactStore) -> ScoreReport:
     """Score iteration ``iteration``; writes rewards.json and merges the score metrics."""
-    layout = RunLayout(config.name)
+    layout = run_layout(config)
     plan_key = layout.plan(iteration)
     if not store.exists(plan_key):
         raise PlanError(f"{store.root}/{plan_key} does not exist; run the prepare step of iteration {iteration} first")

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from components.core.config import ExperimentConfig
-from components.core.storage import ArtifactStore, RunLayout, open_store, put_dir
+from components.core.storage import ArtifactStore, open_store, put_dir, run_layout
 from components.rollout.tasks import Task, load_task_set, select_tasks
 
 
@@ -56,7 +56,7 @@ def fan_out(plan: dict) -> list[dict]:
 
 def prepare_iteration(config: ExperimentConfig, iteration: int, store: ArtifactStore, cursor: int = 0) -> dict:
     """Select the tasks at ``cursor``, snapshot them, write ``plan.json`` and return the plan."""
-    layout = RunLayout(config.name)
+    layout = run_layout(config)
     source = config.tasks.source
     with tempfile.TemporaryDirectory(prefix="openforge-tasks-") as cache:
         # An S3 task set is assumed to live behind the same endpoint as the run's store.

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import yaml
-from tests.pipelines._manifests import PROJECT_ROOT, QUICKSTART, quickstart_config
+from tests.pipelines._manifests import PROJECT_ROOT, QUICKSTART, quickstart_config, quickstart_manifests
 from typer.testing import CliRunner
 
 from pipelines.cli import app
@@ -73,3 +73,34 @@ def test_compile_check_with_a_missing_schema_file_says_where_it_looked(tmp_path:
     )
     assert result.exit_code == 2
     assert str(missing) in result.output
+
+
+def test_an_evaluation_compiles_to_the_iteration_dag_without_train_and_commit(tmp_path: Path) -> None:
+    from pipelines.evaluate import eval_config
+    from pipelines.validate import check_manifests, default_schema_path
+
+    config = eval_config(quickstart_config(), "latest", eval_id="example")
+    (path,) = write_manifests(config, tmp_path)
+    golden = GOLDEN_DIR / "eval-workflow.yaml"
+    if REGEN:
+        golden.write_bytes(path.read_bytes())
+    assert path.read_text() == golden.read_text(), "regenerate with OPENFORGE_REGEN_GOLDEN=1 and review the diff"
+    doc = yaml.safe_load(path.read_text())
+    assert check_manifests([doc], default_schema_path()) == []
+    training = {t["name"]: t for t in quickstart_manifests()[0]["spec"]["templates"]}
+    evaluation = {t["name"]: t for t in doc["spec"]["templates"]}
+    assert set(training) - set(evaluation) == {"train", "commit", "exit-handler"}
+    assert set(evaluation) - set(training) == {"report"}
+    # The shared steps are the training ones, their keys moved under evals/<id>/.
+    assert evaluation["serve"]["container"]["command"] == training["serve"]["container"]["command"]
+    outcome = next(a for a in evaluation["rollout"]["outputs"]["artifacts"] if a["name"] == "outcome")
+    assert outcome["s3"]["key"].startswith("quickstart/evals/example/iterations/")
+    dag = [t["name"] for t in evaluation["iteration"]["dag"]["tasks"]]
+    assert dag == ["prepare", "generate", "score", "report"]
+
+
+def test_eval_compile_only_writes_the_workflow(tmp_path: Path) -> None:
+    args = ["eval", str(QUICKSTART), "--compile-only", "--out", str(tmp_path), "--id", "x1", "--checkpoint", "base"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "checkpoint: base" in (tmp_path / "quickstart" / "eval-workflow.yaml").read_text()

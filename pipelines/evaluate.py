@@ -1,0 +1,162 @@
+"""`openforge eval CONFIG`: evaluate a policy on a task set with the training machinery, no training.
+
+The evaluation is the iteration's DAG with report in place of train and commit
+(pipelines/iteration.py, ``build_eval_workflow``), compiled from the experiment config plus
+an ``evaluation`` section and run by the same local executor as `openforge run`: the
+same serve step, rollout pods (harness, runner, recording-proxy sidecar) and verifiers,
+so every session is recorded as in training. Results land in ``<name>/evals/<id>/`` in the
+run's store and in an MLflow run of their own (pipelines/eval_report.py). Reusing an
+``--id`` resumes that evaluation: stored rollouts are not run again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pydantic import ValidationError
+
+from components.core.config import ConfigError, ExperimentConfig, load_config
+from components.core.storage import open_store, run_layout
+from components.core.validation import join_errors
+from components.reward.summary import EvalSummary
+from pipelines.executor import ManifestError, WorkflowFailed
+from pipelines.run import Runtime, RunError, local_executor, resume_rule
+
+_CHECKPOINT_HELP = (
+    "latest: the run's newest committed checkpoint; base: the configured model; a number: that committed "
+    "version; a folder: a HuggingFace checkpoint (or s3:// prefix) served as the base model."
+)
+
+
+def eval_config(
+    config: ExperimentConfig,
+    checkpoint: str = "latest",
+    tasks: str | None = None,
+    samples: int | None = None,
+    eval_id: str | None = None,
+) -> ExperimentConfig:
+    """The experiment config as the evaluation's steps receive it (every task, no sampling of tasks)."""
+    choice: str | int = checkpoint
+    model, label = config.model, checkpoint
+    if checkpoint.isdigit():
+        choice = int(checkpoint)
+    elif checkpoint not in ("latest", "base"):
+        # A checkpoint folder outside the run: served exactly as a base model would be.
+        if not checkpoint.startswith("s3://") and not Path(checkpoint).is_dir():
+            raise ConfigError(f"--checkpoint {checkpoint!r} is not latest, base, a version number or a folder")
+        model, choice, label = model.model_copy(update={"path": checkpoint}), "base", "path"
+    update = {
+        "model": model.model_dump(),
+        "evaluation": {"id": eval_id or f"{label}-{time.strftime('%Y%m%d-%H%M%S')}", "checkpoint": choice},
+        "tasks": {"source": tasks or config.tasks.source, "per_iteration": None},
+        "rollout": {**config.rollout.model_dump(), "samples_per_task": samples or config.rollout.samples_per_task},
+    }
+    try:  # validated as a whole, as the steps will read it
+        return ExperimentConfig.model_validate({**config.model_dump(), **update})
+    except ValidationError as exc:
+        raise ConfigError(f"invalid evaluation: {join_errors(exc)}") from None
+
+
+def evaluate_policy(
+    config: ExperimentConfig,
+    console: Console | None = None,
+    *,
+    workdir: Path = Path(".openforge"),
+    programs: Mapping[str, list[str]] | None = None,
+    warm_start: bool = True,
+    runtime: Runtime = "process",
+) -> EvalSummary:
+    """Run the evaluation ``config.evaluation`` describes and return its summary (also in the store)."""
+    from pipelines.compile import compile_config
+    from pipelines.executor import execute_workflow
+    from pipelines.iteration import config_yaml
+    from pipelines.run_view import RunView
+
+    if config.evaluation is None:
+        raise RunError("evaluate_policy needs a config with an `evaluation` section (see eval_config)")
+    console = console or Console()
+    store = open_store(config.storage.uri, config.storage.endpoint_url)
+    layout = run_layout(config)
+    (manifest,) = compile_config(config)
+    with local_executor(config, workdir, programs, warm_start, runtime) as options, RunView(console) as view:
+        execute_workflow(
+            [manifest],
+            parameters={"config": config_yaml(config)},
+            store=store,
+            workdir=workdir / "executor" / config.name / f"eval-{config.evaluation.id}",
+            options=options(resume_rule(store, layout, 0)),
+            observer=view.observe,
+        )
+    key = layout.eval_summary()
+    if not store.exists(key):
+        raise RunError(f"the evaluation finished without a summary ({store.root}/{key}); see the report step's log")
+    summary = EvalSummary.model_validate_json(store.get_bytes(key))
+    console.print(eval_table(summary))
+    console.print(f"Summary, sessions and outcomes: {store.root}/{key.rsplit('/', 1)[0]}", soft_wrap=True)
+    return summary
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def eval_table(summary: EvalSummary) -> Table:
+    """One row per task and a total: pass rate, mean reward, pass@k; then the status counts."""
+    ks = sorted(summary.pass_at)
+    version = summary.checkpoint.get("version")
+    table = Table(title=f"Evaluation {summary.eval_id}: checkpoint {summary.checkpoint.get('requested')} ({version})")
+    for column in ("task", "rollouts", "passed", "pass rate", "reward mean", *(f"pass@{k}" for k in ks)):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for task in summary.tasks:
+        cells = [str(task.rollouts), f"{task.passed}/{task.graded}", _fmt(task.pass_rate), _fmt(task.reward_mean)]
+        table.add_row(task.task_id, *cells, *(_fmt(task.pass_at[k]) for k in ks))
+    total = sum(t.rollouts for t in summary.tasks)
+    passed = f"{sum(t.passed for t in summary.tasks)}/{sum(t.graded for t in summary.tasks)}"
+    overall = [str(total), passed, _fmt(summary.pass_rate), _fmt(summary.reward_mean)]
+    table.add_row("all", *overall, *(_fmt(summary.pass_at[k]) for k in ks), style="bold")
+    counts = ", ".join(f"{status} {n}" for status, n in summary.status_counts.items() if n)
+    table.caption = f"rollouts by status: {counts or 'none'}"
+    return table
+
+
+def eval_command(
+    config: Path = typer.Argument(..., help="Experiment config (YAML) whose run, store and MLflow the evaluation uses."),
+    checkpoint: str = typer.Option("latest", "--checkpoint", help=_CHECKPOINT_HELP),
+    tasks: str | None = typer.Option(None, "--tasks", help="Task set to evaluate on (default: the config's tasks.source)."),
+    samples: int | None = typer.Option(None, "--samples", min=1, help="Rollouts per task, the k of pass@k (default: the config's)."),
+    out: Path | None = typer.Option(None, "--out", help="Also write summary.json into this folder."),
+    eval_id: str | None = typer.Option(None, "--id", help="Names <name>/evals/<id>/ (default: checkpoint and time); reuse to resume."),
+    compile_only: bool = typer.Option(False, "--compile-only", help="Write the evaluation's Argo Workflow to OUT (default argo/) and stop."),
+    warm_start: bool = typer.Option(True, help="Fork the steps from a process that imported them once."),
+    runtime: Runtime = typer.Option("process", help="process, or podman: each rollout a real pod (make podman-base)."),
+) -> None:
+    """Evaluate a policy on a task set: the iteration's DAG without train and commit."""
+    try:
+        evaluation = eval_config(load_config(config), checkpoint, tasks, samples, eval_id)
+    except ConfigError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    if compile_only:
+        from pipelines.compile import write_manifests
+
+        for path in write_manifests(evaluation, out or Path("argo")):
+            typer.echo(f"wrote {path}")
+        return
+    console = Console()
+    try:
+        summary = evaluate_policy(evaluation, console, warm_start=warm_start, runtime=runtime)
+    except (WorkflowFailed, RunError, ManifestError) as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        console.print(f"[yellow]Stopped. Resume with --id {evaluation.evaluation.id}.[/yellow]")
+        raise typer.Exit(130) from None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")
