@@ -15,7 +15,6 @@ import logging
 import time
 from typing import Any, Awaitable
 
-import aiohttp
 import orjson
 from aiohttp import web
 
@@ -24,6 +23,7 @@ from components.proxy.call_tags import CallTagger
 from components.proxy.config import ProxyConfig
 from components.proxy.conversations import Conversations
 from components.proxy.errors import ProxyError, bad_request, error_response, upstream_status_error
+from components.proxy.http_client import Response
 from components.proxy.images import ImageStore, may_hold_images, record_images
 from components.proxy.limits import Admission
 from components.proxy.provenance import TokenProvenance
@@ -138,7 +138,7 @@ class CallHandler:
             )
         return call, orjson.dumps(upstream_body if route is None or route.body is None else route.body)
 
-    def _post(self, call: Call, body: bytes) -> Awaitable[aiohttp.ClientResponse]:
+    def _post(self, call: Call, body: bytes) -> Awaitable[Response]:
         if call.route is not None and call.route.answer is not None:
             return deliver(self._upstream.post_completions, body, call, self._config.upstream_retries)
         return deliver(self._upstream.post_chat, body, call, self._config.upstream_retries)
@@ -150,7 +150,7 @@ class CallHandler:
             status = resp.status
             try:
                 payload = await resp.read()
-            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            except OSError as exc:
                 raise self._upstream.failure(exc) from exc
             finally:
                 resp.release()
@@ -180,7 +180,7 @@ class CallHandler:
             if resp.status != 200:
                 try:
                     payload = await resp.read()
-                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                except OSError as exc:
                     return await self._fail(surface, call, self._upstream.failure(exc), resp.status)
                 err = upstream_status_error(resp.status, payload, self._upstream.base_url, resp.headers.get("Retry-After"))
                 return await self._fail(surface, call, err, resp.status)
@@ -188,20 +188,19 @@ class CallHandler:
         finally:
             # A fully read answer returns its connection to the pool; anything else is cut,
             # so a harness that left mid-stream does not keep the engine generating.
-            if resp.content.at_eof():
+            if resp.at_eof():
                 resp.release()
             else:
                 resp.close()
 
     async def _relay(
-        self, request: web.Request, surface: Surface, call: Call, resp: aiohttp.ClientResponse
+        self, request: web.Request, surface: Surface, call: Call, resp: Response
     ) -> web.StreamResponse:
         out = _EventStream(status=200, headers=_SSE_HEADERS)
         translator = surface.stream(call.request)
         assembler = ChatStreamAssembler()
         parser = SSEParser()
         as_chat = None if call.route is None or call.route.answer is None else call.route.answer.chunks
-        content = resp.content
         failure: ProxyError | None = None
         saw_done = False
         last_events = b""
@@ -211,8 +210,8 @@ class CallHandler:
             # await layer costs a resumption per read on the proxy's hottest path.
             while True:
                 try:
-                    data = await content.readany()  # b"" once the upstream ended
-                except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+                    data = await resp.readany()  # b"" once the upstream ended
+                except OSError as exc:
                     raise self._upstream.failure(exc) from exc
                 pieces = []
                 for payload in parser.feed(data) if data else parser.close():
@@ -258,8 +257,8 @@ class CallHandler:
             await out.write_eof(last_events + (translator.error(failure) if failure else translator.end()))
         except ConnectionError:
             return out
-        if saw_done and not content.at_eof():  # usually the upstream's end came with [DONE]
-            await _drain(content)
+        if saw_done and not resp.at_eof():  # usually the upstream's end came with [DONE]
+            await _drain(resp)
         return out
 
     async def _record_quietly(self, call: Call, surface: Surface, assembler: ChatStreamAssembler, error: str) -> None:
@@ -306,13 +305,13 @@ class CallHandler:
             await self._recorder.sync([call.session_id])
 
 
-async def _drain(content: aiohttp.StreamReader) -> None:
+async def _drain(resp: Response) -> None:
     """Read the upstream to its end after [DONE] so its connection can be reused."""
     try:
         async with asyncio.timeout(_DRAIN_TIMEOUT_S):
-            while await content.readany():
+            while await resp.readany():
                 pass
-    except (aiohttp.ClientError, OSError, TimeoutError):
+    except OSError:
         pass  # the connection is closed instead of reused
 
 

@@ -10,9 +10,15 @@ import asyncio
 import os
 from typing import Any
 
-import aiohttp
 import orjson
 from aiohttp import web
+
+from components.proxy.http_client import (
+    UpstreamConnectError,
+    UpstreamConnectTimeout,
+    UpstreamDisconnected,
+    UpstreamTLSError,
+)
 
 _TYPE_BY_STATUS = {
     400: "invalid_request_error",
@@ -70,18 +76,18 @@ def bad_request(message: str, *, param: str | None = None) -> ProxyError:
 
 def upstream_exception(exc: BaseException, upstream: str, timeout_s: float) -> ProxyError:
     """Map a failure talking to the upstream onto 502 (unreachable/broken) or 504 (too slow)."""
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+    if isinstance(exc, UpstreamConnectTimeout):
         return ProxyError(
             504, f"upstream {upstream} did not accept a connection in time; is it overloaded?", code="upstream_timeout"
         )
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+    if isinstance(exc, TimeoutError):
         return ProxyError(
             504,
             f"upstream {upstream} did not answer within {timeout_s:g}s; "
             "raise --upstream-timeout-s or check the engine's load",
             code="upstream_timeout",
         )
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, UpstreamConnectError):
         errno = getattr(exc.os_error, "errno", None)
         reason = os.strerror(errno).lower() if errno else str(exc.os_error or exc)
         return ProxyError(
@@ -89,7 +95,9 @@ def upstream_exception(exc: BaseException, upstream: str, timeout_s: float) -> P
             f"upstream {upstream} is unreachable: {reason}; is the engine running?",
             code="upstream_unreachable",
         )
-    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, ConnectionError)):
+    if isinstance(exc, UpstreamTLSError):
+        return ProxyError(502, f"upstream {upstream}: {exc}; check its certificate and URL", code="upstream_unreachable")
+    if isinstance(exc, ConnectionError):
         return ProxyError(
             502, f"upstream {upstream} closed the connection mid-answer ({exc!r})", code="upstream_disconnected"
         )
@@ -103,12 +111,13 @@ def undelivered(exc: BaseException) -> bool:
     and sending the request again would sample another the harness never asked for; a
     read timeout means the engine has the request and is slow, not that it never got it.
     """
-    if isinstance(exc, aiohttp.ConnectionTimeoutError):
-        return True
-    if isinstance(exc, (asyncio.TimeoutError, aiohttp.ClientSSLError, aiohttp.ClientConnectorCertificateError)):
-        return False  # slow, or a TLS problem: trying again does not help
-    # Refused, reset, or a pooled connection the engine had closed (found out on the next send).
-    return isinstance(exc, (aiohttp.ClientConnectionError, ConnectionError))
+    if isinstance(exc, (UpstreamConnectTimeout, UpstreamConnectError)):
+        return True  # refused, unreachable, or not accepted in time: the engine has nothing
+    if isinstance(exc, UpstreamDisconnected):
+        return exc.before_response  # typically a pooled connection the engine had closed while idle
+    # Slow (a read timeout: the engine has the request), a TLS problem, or a reset after
+    # the request went out: trying again does not help, or could sample a second answer.
+    return False
 
 
 def upstream_status_error(status: int, body: bytes, upstream: str, retry_after: str | None) -> ProxyError:

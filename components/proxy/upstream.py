@@ -14,14 +14,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
 import orjson
 
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, undelivered, upstream_exception
+from components.proxy.http_client import Response, UpstreamClient
 
 _log = logging.getLogger(__name__)
-_JSON_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 _MODELS_TIMEOUT_S = 5.0
 
 
@@ -69,57 +68,50 @@ class Upstream:
     def __init__(self, config: ProxyConfig) -> None:
         self.base_url = config.upstream
         self.timeout_s = config.upstream_timeout_s
-        self._chat_url = f"{config.upstream}/v1/chat/completions"
-        self._completions_url = f"{config.upstream}/v1/completions"
-        self._tokenize_url = f"{config.upstream}/tokenize"
-        self._models_url = f"{config.upstream}/v1/models"
         self._refresh_s = config.policy_refresh_s
         key = config.upstream_api_key
         self._key = None if key is None else key.get_secret_value()
-        self._http = aiohttp.ClientSession(
-            # Only the proxy's own upstream key goes out: the harness's key is never forwarded.
-            headers=None if self._key is None else {"Authorization": f"Bearer {self._key}"},
-            connector=aiohttp.TCPConnector(
-                limit=config.upstream_connections,
-                limit_per_host=config.upstream_connections,
-                keepalive_timeout=30,
-            ),
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=config.upstream_connect_timeout_s, sock_read=config.upstream_timeout_s
-            ),
+        headers = {"Accept": "application/json, text/event-stream"}
+        if self._key is not None:  # only the proxy's own upstream key goes out, never the harness's
+            headers["Authorization"] = f"Bearer {self._key}"
+        self._http = UpstreamClient(
+            config.upstream,
+            limit=config.upstream_connections,
+            connect_timeout_s=config.upstream_connect_timeout_s,
+            read_timeout_s=config.upstream_timeout_s,
+            headers=headers,
         )
         self._models: ModelsInfo | None = None
         self._models_read_at = float("-inf")
         self._models_task: asyncio.Task[None] | None = None
 
-    async def post_chat(self, body: bytes) -> aiohttp.ClientResponse:
+    async def post_chat(self, body: bytes) -> Response:
         """Send a chat request; the caller reads and releases the response."""
-        return await self._post(self._chat_url, body)
+        return await self._post("/v1/chat/completions", body)
 
-    async def post_completions(self, body: bytes) -> aiohttp.ClientResponse:
+    async def post_completions(self, body: bytes) -> Response:
         """Send a text-completion request (a token-id prompt); the caller reads and releases the response."""
-        return await self._post(self._completions_url, body)
+        return await self._post("/v1/completions", body)
 
     async def tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
         """vLLM's ``POST /tokenize`` (a chat rendered by the engine's template); ProxyError on failure."""
         try:
-            async with self._http.post(self._tokenize_url, data=orjson.dumps(body), headers=_JSON_HEADERS) as resp:
-                payload = await resp.read()
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            status, payload = await self._exchange("POST", "/tokenize", orjson.dumps(body), self.timeout_s)
+        except OSError as exc:
             raise self.failure(exc) from exc
         try:
-            data = orjson.loads(payload) if resp.status == 200 else None
+            data = orjson.loads(payload) if status == 200 else None
         except orjson.JSONDecodeError:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("tokens"), list):
-            problem = f"{self._tokenize_url} answered {resp.status}: {payload[:200]!r}"
+            problem = f"{self.base_url}/tokenize answered {status}: {payload[:200]!r}"
             raise ProxyError(502, problem, code="upstream_invalid")
         return data
 
-    async def _post(self, url: str, body: bytes) -> aiohttp.ClientResponse:
+    async def _post(self, path: str, body: bytes) -> Response:
         try:
-            return await self._http.post(url, data=body, headers=_JSON_HEADERS)
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            return await self._http.request("POST", path, body)
+        except OSError as exc:  # TimeoutError and ConnectionError are OSErrors
             err = self.failure(exc)
             err.undelivered = undelivered(exc)  # no response header came: the caller may send it again
             raise err from exc
@@ -138,15 +130,20 @@ class Upstream:
     async def get_models(self) -> tuple[int, bytes]:
         """Forward ``GET /v1/models``; a successful answer also refreshes the cached list."""
         try:
-            async with self._http.get(
-                self._models_url, timeout=aiohttp.ClientTimeout(total=_MODELS_TIMEOUT_S)
-            ) as resp:
-                body = await resp.read()
-        except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as exc:
+            async with asyncio.timeout(_MODELS_TIMEOUT_S):
+                status, body = await self._exchange("GET", "/v1/models", b"", _MODELS_TIMEOUT_S)
+        except OSError as exc:
             raise self._redacted(upstream_exception(exc, self.base_url, _MODELS_TIMEOUT_S)) from exc
-        if resp.status == 200:
+        if status == 200:
             self._remember_models(body)
-        return resp.status, body
+        return status, body
+
+    async def _exchange(self, method: str, path: str, body: bytes, read_timeout_s: float) -> tuple[int, bytes]:
+        resp = await self._http.request(method, path, body, read_timeout_s=read_timeout_s)
+        try:
+            return resp.status, await resp.read()
+        finally:
+            resp.release()
 
     async def models(self) -> ModelsInfo | None:
         """The cached model list; waits only while no answer has ever arrived."""
@@ -178,7 +175,7 @@ class Upstream:
         try:
             self._models = parse_models(body)
         except (ValueError, orjson.JSONDecodeError) as exc:
-            _log.warning("upstream %s returned an unreadable model list: %s", self._models_url, exc)
+            _log.warning("upstream %s/v1/models returned an unreadable model list: %s", self.base_url, exc)
         self._models_read_at = time.monotonic()
 
 
