@@ -16,14 +16,11 @@ The runner has no storage access: its inputs and outputs are plain files and fol
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from components.core.config import ExperimentConfig
@@ -31,11 +28,12 @@ from components.core.outcome import Outcome, RolloutStatus
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
 from components.environments import DesktopEnvironment, EnvironmentSetupError
-from components.proxy.auth import SECRET_ENV, session_token
 from components.rollout._desktop import open_desktop
 from components.rollout._gui import CallCounter, Gui, open_gui
 from components.rollout._failures import blame, verdict
+from components.proxy.auth import SECRET_ENV
 from components.rollout._process import run_in_session, tail
+from components.rollout._proxy_link import API_KEY, flush_session, harness_api_key, proxy_requires_tokens, wait_for_engine
 from components.rollout._record import Record
 from components.rollout.egress import EgressSink
 from components.rollout.harnesses import HarnessAdapter, HarnessNotInstalledError, HarnessRun, get_harness
@@ -44,10 +42,8 @@ from components.rollout.tasks import Task, TaskError, load_task
 __all__ = ["OUTCOME_FILE", "parse_rollout_id", "run_rollout", "verdict", "write_outcome"]
 
 OUTCOME_FILE = "outcome.json"
-API_KEY = "openforge-rollout"  # what harnesses send when the proxy checks no key (they insist on one)
 MODEL_NAME = "openforge-policy"  # the proxy sends its own served model name upstream
 PROXY_WAIT_S = 60.0
-FLUSH_TIMEOUT_S = 10.0
 RETRY_BACKOFF_S = 2.0  # before retry k: RETRY_BACKOFF_S * 2**(k-1), then wait for the engine
 _MAX_ANSWER_CHARS = 16_000
 _ROLLOUT_ID = re.compile(r"^(?P<task_id>[a-z0-9][a-z0-9-]*)-s(?P<sample>\d+)$")
@@ -120,7 +116,7 @@ class _Rollout:
         self.config, self.record = config, record
         self.task_dir, self.proxy_url, self.trajectory = task_dir, proxy_url, trajectory
         self.proxy_wait_s = proxy_wait_s
-        self.api_key = _harness_api_key(record.rollout_id)
+        self.api_key = harness_api_key(record.rollout_id)
 
     def run(self, adapter: HarnessAdapter, started: float) -> None:
         adapter.require_installed()
@@ -171,7 +167,7 @@ class _Rollout:
         except ServiceError as exc:
             self.record.fail(RolloutStatus.INFRA_ERROR, f"recording proxy not reachable: {exc}")
             return False
-        if self.api_key == API_KEY and _proxy_requires_tokens(self.proxy_url):
+        if self.api_key == API_KEY and proxy_requires_tokens(self.proxy_url):
             # Every call would be refused: a set-up mistake, not a failure of the agent's to train on.
             self.record.fail(
                 RolloutStatus.INFRA_ERROR,
@@ -188,7 +184,7 @@ class _Rollout:
             self.record.notes.append(f"not retried: no time left for attempt {attempt} within the time limit")
             return False
         time.sleep(delay)
-        problem = _wait_for_engine(self.proxy_url, deadline)
+        problem = wait_for_engine(self.proxy_url, deadline)
         if problem is not None:
             limit = self.record.extra["time_limit_s"]
             self.record.notes.append(
@@ -317,13 +313,9 @@ class _Rollout:
             self.record.fail(RolloutStatus.VERIFIER_ERROR, str(exc))
 
     def _flush(self) -> None:
-        url = f"{self.proxy_url}/flush?session={self.record.rollout_id}"
         try:
-            request = urllib.request.Request(url, method="POST", headers={"Authorization": f"Bearer {self.api_key}"})
-            with urllib.request.urlopen(request, timeout=FLUSH_TIMEOUT_S) as resp:
-                counts = json.loads(resp.read()).get("sessions", {})
-            self.record.extra["proxy_calls"] = counts.get(self.record.rollout_id)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+            self.record.extra["proxy_calls"] = flush_session(self.proxy_url, self.record.rollout_id, self.api_key)
+        except (OSError, ValueError) as exc:  # urllib's errors are OSErrors
             # Calls are on disk before the harness sees their answers; a failed flush is
             # worth a note, not the rollout.
             self.record.notes.append(f"proxy flush failed: {exc}")
@@ -350,44 +342,6 @@ class _Rollout:
         self.record.num_calls = len(latest_attempt(calls, attempt))
         if attempt:
             self.record.extra["calls_all_attempts"] = len(calls)
-
-
-def _harness_api_key(rollout_id: str) -> str:
-    """The key the harness sends: its session's token when the proxy requires one (docs/proxy.md).
-
-    The runner holds the secret; the harness gets only the token, which opens this
-    rollout's session and no other (the secret's variable is stripped from its env).
-    """
-    secret = os.environ.get(SECRET_ENV, "").strip()
-    return session_token(secret.encode(), rollout_id) if secret else API_KEY
-
-
-def _proxy_requires_tokens(proxy_url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{proxy_url}/health", timeout=FLUSH_TIMEOUT_S) as resp:
-            return bool(json.loads(resp.read()).get("session_tokens_required"))
-    except (urllib.error.URLError, OSError, ValueError, AttributeError):
-        return False  # an older or unusual proxy: the harness's calls will say what is wrong
-
-
-def _wait_for_engine(proxy_url: str, deadline: float) -> str | None:
-    """Poll the proxy's upstream health until it answers 200; the last problem when time runs out."""
-    problem = "no answer yet"
-    while time.monotonic() < deadline:
-        try:
-            wait_s = min(5.0, max(deadline - time.monotonic(), 0.1))  # never overrun the deadline by much
-            with urllib.request.urlopen(f"{proxy_url}/health?upstream=1", timeout=wait_s) as resp:
-                if resp.status == 200:
-                    return None
-        except urllib.error.HTTPError as exc:
-            try:
-                problem = json.loads(exc.read()).get("error") or f"HTTP {exc.code}"
-            except ValueError:
-                problem = f"HTTP {exc.code}"
-        except (urllib.error.URLError, OSError) as exc:
-            problem = f"recording proxy not reachable: {exc}"
-        time.sleep(min(0.5, max(deadline - time.monotonic(), 0)))
-    return problem
 
 
 def _prepare_dirs(task: Task, root: Path) -> tuple[Path, Path]:

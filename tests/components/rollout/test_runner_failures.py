@@ -88,7 +88,7 @@ def test_retry_waits_for_the_engine_within_the_deadline(rollout_config, make_tas
     harness = PythonHarness("import sys; sys.exit(2)")
     attempts = []
     monkeypatch.setattr(runner._Rollout, "_judge_failure", lambda self, a: (attempts.append(a), self.record.reclassify(RolloutStatus.INFRA_ERROR, "engine down"))[1])
-    monkeypatch.setattr(runner, "_wait_for_engine", _never_back)
+    monkeypatch.setattr(runner, "wait_for_engine", _never_back)
     task = make_task("engine-gone", time_limit_s=3)
 
     started = time.monotonic()
