@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
 from tests.e2e._scripted_upstream import scripted_upstream, serving
@@ -162,11 +163,12 @@ def test_cua_agent_writes_the_file_from_the_terminal_through_proxy(cua_agent, tm
         assert call.ok and call.session_id == ROLLOUT_ID, call.error
         assert call.prompt_token_ids and len(call.completion_logprobs) == len(call.completion_token_ids) > 0
         # Each screenshot of the history is a reference to a file beside the session, and the
-        # record rebuilds to exactly the request the harness sent (images and all).
+        # record rebuilds to exactly the request the harness sent (images and all), byte for
+        # byte: its client (httpx) writes compact JSON in key order, as the proxy does.
         parts = [p for m in json.loads(body)["messages"] if isinstance(m["content"], list) for p in m["content"]]
         assert len(call.images) == sum(p["type"] == "image_url" for p in parts) >= 1
         assert all((sessions / name).is_file() for name in referenced_images(call))
-        assert rebuild_request(call, sessions / "images") == json.loads(body)
+        assert orjson.dumps(rebuild_request(call, sessions / "images")) == body
     # The screenshot after the click is sent again with the next call: stored once, by hash.
     assert referenced_images(calls[1]) < referenced_images(calls[2])
     stored = {f"images/{p.name}" for p in (sessions / "images").iterdir()}
