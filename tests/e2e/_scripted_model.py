@@ -13,11 +13,11 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
@@ -97,9 +97,12 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
+_Server = TypeVar("_Server", bound=ThreadingHTTPServer)
+
+
 @contextmanager
-def scripted_model(reply: Reply) -> Iterator[ScriptedModel]:
-    server = ScriptedModel(reply)
+def serving(server: _Server) -> Iterator[_Server]:
+    """``server`` answering on a thread of its own until the block ends."""
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -107,6 +110,10 @@ def scripted_model(reply: Reply) -> Iterator[ScriptedModel]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def scripted_model(reply: Reply) -> AbstractContextManager[ScriptedModel]:
+    return serving(ScriptedModel(reply))
 
 
 @dataclass

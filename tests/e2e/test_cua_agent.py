@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 import pytest
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
-from tests.e2e._scripted_upstream import scripted_upstream, serving
+from tests.e2e._scripted_model import scripted_model, serving
 
 from components.core.config import ExperimentConfig
 from components.core.images import rebuild_request, referenced_images
@@ -131,7 +131,7 @@ def _run(adapter, reply, max_turns: int, tmp_path: Path, traced: bool):
     """One rollout of the task through proxy and forwarder; (outcome, calls, bodies sent, proxy log)."""
     port = free_port()
     sessions = tmp_path / "sessions"
-    with scripted_upstream(reply) as upstream:
+    with scripted_model(lambda step, body: {"content": reply(body)}) as upstream:
         argv = openforge_argv("proxy", "--upstream", upstream.url, "--out", str(sessions), "--port", str(port))
         with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
             with serving(_Forwarder(proxy.url)) as forwarder:
