@@ -191,6 +191,8 @@ def test_cua_agent_that_never_terminates_is_stopped_at_the_step_limit(cua_agent,
 
     assert outcome.status is RolloutStatus.STEP_LIMIT, f"{outcome.details}\n--- proxy ---\n{proxy_log}"
     assert "more than harness.max_turns=2" in outcome.details and outcome.extra["step_limit"] == 2
-    # Stopped at the first call past the limit; one more may land within a polling interval.
-    assert len(calls) == outcome.num_calls and outcome.num_calls in (3, 4), outcome.num_calls
+    # Stopped soon after the first call past the limit. The scripted model answers at once,
+    # so a few more calls land between the runner's check (every 0.1 s) and the kill on a
+    # loaded machine (5 seen in CI); without the limit the loop would run to the time limit.
+    assert len(calls) == outcome.num_calls and 3 <= outcome.num_calls <= 8, outcome.num_calls
     assert outcome.reward is None
