@@ -97,15 +97,22 @@ def _prepare(ctx: Context, template: dict[str, Any], node: str, where: str) -> t
     if sandbox.exists():  # a rerun starts from a fresh pod, as Argo's would
         shutil.rmtree(sandbox)
     plan = plan_pod(template, ctx.workflow.volumes, sandbox, ctx.options.cwd, ctx.options.programs, where)
-    download_inputs(template, ctx.store, plan.paths, where)
+    try:
+        download_inputs(template, ctx.store, plan.paths, where)
+    except BaseException:
+        plan.release_ports()
+        raise
     return plan, ctx.node_dir("logs", node)
 
 
 def _start_daemon(ctx: Context, template: dict[str, Any], task: str, node: str, where: str, started: float) -> TaskOutcome:
+    plan, logs = None, None
     try:
         plan, logs = _prepare(ctx, template, node, where)
         pod = start_pod(plan, logs, ctx.registry)
     except (ArtifactError, StorageError, ServiceError) as exc:
+        if plan is not None:
+            plan.release_ports()
         outcome = TaskOutcome(NodePhase.FAILED, str(exc), error=True, started=started)
         _report_final(ctx, task, node, outcome, started)
         return outcome
@@ -116,14 +123,18 @@ def _start_daemon(ctx: Context, template: dict[str, Any], task: str, node: str, 
             pod.wait_ready(url, ctx.options.ready_timeout_s)
         except ServiceError as exc:
             pod.stop()
+            plan.release_ports()
             outcome = TaskOutcome(NodePhase.FAILED, f"readiness probe failed: {exc}", started=started)
             _report_final(ctx, task, node, outcome, started)
             return outcome
     ctx.report(NodeEvent(task, node, NodePhase.DAEMONED, f"ready on {LOOPBACK}"))
-    return TaskOutcome(NodePhase.DAEMONED, ports=plan.ports.ports, daemon=pod, started=started)
+    return TaskOutcome(
+        NodePhase.DAEMONED, ports=plan.ports.ports, daemon=pod, started=started, on_stop=[plan.release_ports]
+    )
 
 
 def _attempt(ctx: Context, template: dict[str, Any], task: str, node: str, where: str) -> TaskOutcome:
+    plan, logs = None, None
     try:
         plan, logs = _prepare(ctx, template, node, where)
         podman = ctx.options.podman
@@ -134,11 +145,14 @@ def _attempt(ctx: Context, template: dict[str, Any], task: str, node: str, where
         else:
             pod = start_pod(plan, logs, ctx.registry)
     except (ArtifactError, StorageError, ServiceError) as exc:
+        if plan is not None:
+            plan.release_ports()
         return TaskOutcome(NodePhase.FAILED, str(exc), error=True)
     try:
         code = pod.wait(_deadline(template, where), ctx.cancel)
     finally:
         pod.stop()
+        plan.release_ports()
     if ctx.cancel.is_set():
         return TaskOutcome(NodePhase.OMITTED, "stopped: the run was cancelled")
     try:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,37 @@ _ANY_HOST = re.compile(r"(?<![\w.])0\.0\.0\.0(?![\w.])")
 _PORT_FLAG = "--port"
 # The project root, so `openforge` command lines import this very checkout.
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+class _PortLeases:
+    """Loopback ports handed to live pods of this process, never handed to two at once.
+
+    Why: ``free_port`` only says a port was free a moment ago, and pods planned in
+    parallel could draw the same one. The second sidecar then fails to bind while its
+    main container, polling the same port, talks to the *first* pod's proxy, which
+    records the calls in the wrong pod (an ``ok`` rollout without a trajectory).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: set[int] = set()
+
+    def lease(self, count: int) -> list[int]:
+        ports: list[int] = []
+        with self._lock:
+            while len(ports) < count:
+                port = free_port()
+                if port not in self._held:
+                    self._held.add(port)
+                    ports.append(port)
+        return ports
+
+    def release(self, ports: Iterable[int]) -> None:
+        with self._lock:
+            self._held.difference_update(ports)
+
+
+_PORT_LEASES = _PortLeases()
 
 
 @dataclass(frozen=True)
@@ -100,6 +132,10 @@ class PodPlan:
     ports: PortMap
     paths: PathMap  # the main container's view (artifact and output paths)
 
+    def release_ports(self) -> None:
+        """The pod is gone: its loopback ports may go to another pod."""
+        _PORT_LEASES.release(self.ports.ports.values())
+
     def local_port(self, port: int | str, where: str) -> int:
         if isinstance(port, str) and not port.isdigit():
             raise ManifestError(f"{where}: named port {port!r} is not supported; use the number")
@@ -123,20 +159,25 @@ def plan_pod(
         raise ManifestError(f"{where}: a pod template needs a container")
     sidecars = list(template.get("sidecars") or [])
     known_volumes = {**volumes, **{v["name"]: v for v in template.get("volumes") or []}}
-    ports = PortMap({p: free_port() for p in sorted(_well_known_ports([main, *sidecars]))})
     main_paths = _path_map(main, known_volumes, sandbox, where, extra=tuple(_artifact_paths(template)))
-    return PodPlan(
-        sandbox=sandbox,
-        main=_container_run(main, "main", main_paths, ports, cwd, programs, where),
-        sidecars=[
-            _container_run(
-                c, c.get("name") or f"sidecar-{i}", _path_map(c, known_volumes, sandbox, where), ports, cwd, programs, where
-            )
-            for i, c in enumerate(sidecars)
-        ],
-        ports=ports,
-        paths=main_paths,
-    )
+    well_known = sorted(_well_known_ports([main, *sidecars]))
+    ports = PortMap(dict(zip(well_known, _PORT_LEASES.lease(len(well_known)), strict=True)))
+    try:
+        return PodPlan(
+            sandbox=sandbox,
+            main=_container_run(main, "main", main_paths, ports, cwd, programs, where),
+            sidecars=[
+                _container_run(
+                    c, c.get("name") or f"sidecar-{i}", _path_map(c, known_volumes, sandbox, where), ports, cwd, programs, where
+                )
+                for i, c in enumerate(sidecars)
+            ],
+            ports=ports,
+            paths=main_paths,
+        )
+    except BaseException:
+        _PORT_LEASES.release(ports.ports.values())
+        raise
 
 
 def _artifact_paths(template: dict[str, Any]) -> list[str]:

@@ -14,8 +14,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from components.core.services import free_port
 from components.core.storage import open_store
 from pipelines.executor import ExecutorOptions, NodeEvent, NodePhase, WorkflowFailed, execute_workflow
+from pipelines.executor import _sandbox
 from tests.pipelines.executor.manifests import APPEND, FETCH, SERVER, dag, inputs, pod, task, workflow
 
 
@@ -136,6 +138,19 @@ def test_sidecar_shares_the_pod_volume_and_loopback_and_stops_after_main(tmp_pat
         assert store.get_bytes(f"out/{rid}/body.txt") == f"pong:/s/{rid}/v1".encode()
         assert store.get_bytes(f"out/{rid}/calls.txt") == f"/s/{rid}/v1\n".encode()
     assert _gone(tmp_path / "proxy.pid")
+
+
+def test_pods_running_at_once_never_share_a_loopback_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The OS may hand the same free port to two pods planned at once (it was free when
+    # asked); forced here by offering every port twice. Sharing one, r1's main would
+    # reach r0's sidecar, which records r1's call in r0's pod: r1's calls.txt is empty.
+    offered = iter(port for port in (free_port() for _ in range(64)) for _ in range(2))
+    monkeypatch.setattr(_sandbox, "free_port", lambda: next(offered))
+
+    store = _run(_rollout_with_sidecar(), tmp_path, out=str(tmp_path))
+
+    for rid in ("r0", "r1"):
+        assert store.get_bytes(f"out/{rid}/calls.txt") == f"/s/{rid}/v1\n".encode()
 
 
 def test_parameter_values_are_never_rewritten_but_manifest_paths_are(tmp_path: Path) -> None:
