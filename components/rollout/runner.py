@@ -332,6 +332,16 @@ class _Rollout:
     def _count_calls(self, attempt: int) -> None:
         self.record.extra.pop("trajectory_error", None)
         calls = self._read_calls()
+        recorded, on_disk = self.record.extra.get("proxy_calls") or 0, len(calls or ())
+        if on_disk < recorded:
+            # Training on this rollout would use a trajectory that is not there: the
+            # harness's calls were recorded by a proxy that writes somewhere else.
+            self.record.reclassify(
+                RolloutStatus.INFRA_ERROR,
+                f"the proxy at {self.proxy_url} recorded {recorded} calls for this rollout but {self.trajectory} "
+                f"holds {on_disk}: that proxy writes to another folder (is its --out this trajectory's folder, "
+                "and is the port this pod's own?)",
+            )
         if calls is None:
             if "trajectory_error" in self.record.extra:
                 self.record.notes.append(f"trajectory unreadable: {self.record.extra['trajectory_error']}")

@@ -230,6 +230,22 @@ def test_missing_trajectory_is_noted(fake_openai, rollout_config, tmp_path: Path
     assert "no trajectory file" in outcome.details
 
 
+def test_calls_recorded_by_a_proxy_writing_elsewhere_are_an_infra_error(
+    fake_openai, rollout_config, tmp_path: Path
+) -> None:
+    # What a pod reaching another pod's proxy looks like: the calls were recorded, just
+    # not where this rollout's trajectory is read from. Training must not see it as ok.
+    (tmp_path / "elsewhere").mkdir()
+    turns = [shell_call("printf hello > hello.txt"), Turn(content="done")]
+    fake = fake_openai(turns, record_dir=tmp_path / "elsewhere")
+
+    outcome = _rollout(rollout_config(), EXAMPLES / "write-hello", fake.url, tmp_path)
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR and outcome.reward is None
+    assert "recorded 2 calls for this rollout but" in outcome.details and "holds 0" in outcome.details
+    assert (tmp_path / "elsewhere" / "write-hello-s0.jsonl").exists()
+
+
 def test_invalid_trajectory_is_noted(fake_openai, rollout_config, tmp_path: Path) -> None:
     fake = fake_openai([Turn(content="done")])
     (tmp_path / "trajectories").mkdir()
