@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 
 from components.environments.processes import kill_and_wait, outside_connections, pids_with
 
@@ -22,7 +23,9 @@ def test_outside_connections_sees_a_socket_aimed_off_the_machine() -> None:
 
 def test_pids_with_finds_a_process_by_marker_and_kill_ends_it(tmp_path) -> None:
     marker = str(tmp_path / "marker")
-    process = subprocess.Popen(["sh", "-c", f"sleep 30 # {marker}"])
+    # The marker as an argument of a process that keeps its argv: `sh -c "sleep 30 # marker"`
+    # lost it whenever dash exec'd sleep in its place before the check.
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
     try:
         assert process.pid in pids_with(marker)
         assert kill_and_wait(pids_with(marker)) == []
