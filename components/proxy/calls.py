@@ -30,10 +30,10 @@ from components.proxy.provenance import TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
 from components.proxy.retries import deliver
 from components.proxy.sessions import call_session, check_path_attempt
-from components.proxy.sse import DONE, SSEParser
 from components.proxy.surfaces import Surface
 from components.proxy.upstream import Upstream
 from components.proxy.upstream_chat import ChatStreamAssembler, Completion, extract_completion, prepare_upstream_body
+from components.proxy.upstream_events import ChunkReader, decode_object
 
 _log = logging.getLogger(__name__)
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -156,7 +156,7 @@ class CallHandler:
                 resp.release()
             if status != 200:
                 raise upstream_status_error(status, payload, self._upstream.base_url, resp.headers.get("Retry-After"))
-            chat = _decode_upstream(payload)
+            chat = decode_object(payload)
             if call.route is not None and call.route.answer is not None:
                 chat = call.route.answer.answer(chat)
         except ProxyError as err:
@@ -199,11 +199,12 @@ class CallHandler:
         out = _EventStream(status=200, headers=_SSE_HEADERS)
         translator = surface.stream(call.request)
         assembler = ChatStreamAssembler()
-        parser = SSEParser()
+        reader = ChunkReader()
         as_chat = None if call.route is None or call.route.answer is None else call.route.answer.chunks
         failure: ProxyError | None = None
-        saw_done = False
-        last_events = b""
+        # Events held back for the closing send: those of the read that completed the answer
+        # and of every read after it (usage, [DONE]). They go out once the call is recorded.
+        held = b""
         try:
             await out.prepare(request)
             # Read, translate and write in this one loop, no generator in between: each
@@ -213,20 +214,19 @@ class CallHandler:
                     data = await resp.readany()  # b"" once the upstream ended
                 except OSError as exc:
                     raise self._upstream.failure(exc) from exc
-                pieces = []
-                for payload in parser.feed(data) if data else parser.close():
-                    if payload == DONE:
-                        saw_done = True
+                chunks = reader.feed(data) if data else reader.close()
+                if as_chat is not None:
+                    chunks = [chat_chunk for chunk in chunks for chat_chunk in as_chat(chunk)]
+                for chunk in chunks:
+                    assembler.add(chunk)
+                if reader.failure is not None:
+                    raise reader.failure
+                events = translator.events(chunks)
+                if held or reader.done or not data or assembler.finished:
+                    held += events
+                    if reader.done or not data:
                         break
-                    chunk = _decode_upstream(payload)
-                    for chat_chunk in (chunk,) if as_chat is None else as_chat(chunk):
-                        assembler.add(chat_chunk)
-                        pieces.append(translator.event(chat_chunk))
-                events = b"".join(pieces)
-                if saw_done or not data:
-                    last_events = events  # sent with the closing event, once the call is recorded
-                    break
-                if events:  # an empty write would be pointless (suppressed chunks)
+                elif events:  # an empty write would be pointless (suppressed chunks)
                     await out.write(events)
         except ProxyError as err:
             failure = err
@@ -244,20 +244,20 @@ class CallHandler:
             await self._record_quietly(call, surface, assembler, "client disconnected before the end of the stream")
             return out
         error = failure.message if failure else assembler.error
-        if error is None and not saw_done and not assembler.finished:
+        if error is None and not reader.done and not assembler.finished:
             error = "upstream stream ended before [DONE]"
         try:
             await self._record_stream(call, surface, assembler, error=error)
         except RecordingError as exc:
             failure = _recording_failed(exc)
         try:
-            # One send for the last read's events, the closing event and the end of the chunked
-            # body: the harness wakes once for the end of its call, and the events wait only
-            # for the record.
-            await out.write_eof(last_events + (translator.error(failure) if failure else translator.end()))
+            # One send for the held events, the closing event and the end of the chunked body:
+            # the harness wakes once for the end of its call, and sees the answer complete
+            # (its finish reason) only once the call is on disk.
+            await out.write_eof(held + (translator.error(failure) if failure else translator.end()))
         except ConnectionError:
             return out
-        if saw_done and not resp.at_eof():  # usually the upstream's end came with [DONE]
+        if reader.done and not resp.at_eof():  # usually the upstream's end came with [DONE]
             await _drain(resp)
         return out
 
@@ -318,16 +318,6 @@ async def _drain(resp: Response) -> None:
 def _client_gone(request: web.Request) -> bool:
     transport = request.transport
     return transport is None or transport.is_closing()
-
-
-def _decode_upstream(payload: bytes) -> dict[str, Any]:
-    try:
-        data = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        data = None
-    if not isinstance(data, dict):
-        raise ProxyError(502, f"upstream sent something that is not a JSON object: {payload[:200]!r}", code="upstream_invalid")
-    return data
 
 
 def _digest(parsed: dict[str, Any]) -> str:

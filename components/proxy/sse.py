@@ -22,6 +22,11 @@ class SSEParser:
         payloads = [block[6:] if _LF not in block and block[:6] == b"data: " else _event_data(block) for block in blocks]
         return payloads if None not in payloads else [payload for payload in payloads if payload is not None]
 
+    @property
+    def pending(self) -> bool:
+        """Part of an event is held, waiting for the rest of it in the next read."""
+        return bool(self._buffer)
+
     def close(self) -> list[bytes]:
         """Whatever event the stream ended on without its blank line."""
         rest, self._buffer = self._buffer.strip(), b""

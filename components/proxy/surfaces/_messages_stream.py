@@ -15,6 +15,7 @@ import orjson
 
 from components.proxy.errors import ProxyError
 from components.proxy.sse import sse_event
+from components.proxy.surfaces.base import ChunkByChunk
 from components.proxy.surfaces._messages_response import error_body, message_shell, stop_reason, tool_use_id, usage
 
 
@@ -22,7 +23,7 @@ def _event(kind: str, body: dict[str, Any]) -> bytes:
     return sse_event(orjson.dumps({"type": kind, **body}), kind)
 
 
-class MessagesStream:
+class MessagesStream(ChunkByChunk):
     def __init__(self, request: dict[str, Any]) -> None:
         self._request = request
         self._engine_id: Any = None

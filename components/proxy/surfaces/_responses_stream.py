@@ -32,9 +32,10 @@ from components.proxy.surfaces._responses_output import (
     usage,
 )
 from components.proxy.surfaces._responses_request import tool_names
+from components.proxy.surfaces.base import ChunkByChunk
 
 
-class ResponsesStream:
+class ResponsesStream(ChunkByChunk):
     def __init__(self, request: dict[str, Any]) -> None:
         self._request = request
         self._names = tool_names(request.get("tools"))

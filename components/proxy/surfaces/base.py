@@ -38,14 +38,24 @@ def pass_through(request: dict[str, Any], chat: dict[str, Any], pairs: tuple[tup
 class StreamTranslator(Protocol):
     """Per-call state that turns engine chunks into the surface's SSE bytes."""
 
-    def event(self, chunk: dict[str, Any]) -> bytes:
-        """Client bytes for one engine chunk (may be empty); the chunk may be modified."""
+    def events(self, chunks: list[dict[str, Any]]) -> bytes:
+        """Client bytes for the chunks of one engine read (may be empty); chunks may be modified."""
 
     def error(self, err: ProxyError) -> bytes:
         """An in-stream error event, for failures after the response has started."""
 
     def end(self) -> bytes:
         """The stream's closing bytes; sent only after the call is on disk."""
+
+
+class ChunkByChunk:
+    """For translators whose events come from one chunk at a time: ``events`` joins them."""
+
+    def event(self, chunk: dict[str, Any]) -> bytes:
+        raise NotImplementedError
+
+    def events(self, chunks: list[dict[str, Any]]) -> bytes:
+        return b"".join([self.event(chunk) for chunk in chunks])
 
 
 class Surface(Protocol):

@@ -89,13 +89,18 @@ class _ChatStream:
     def __init__(self, wants: _ClientWants) -> None:
         self._wants = wants
 
-    def event(self, chunk: dict[str, Any]) -> bytes:
+    def events(self, chunks: list[dict[str, Any]]) -> bytes:
+        # One frame for the read, not one per chunk: this runs for every token streamed.
+        payloads = [payload for payload in map(self._payload, chunks) if payload is not None]
+        return b"data: " + b"\n\ndata: ".join(payloads) + b"\n\n" if payloads else b""
+
+    def _payload(self, chunk: dict[str, Any]) -> bytes | None:
         if not self._wants.usage and chunk.get("usage") is not None:
             del chunk["usage"]
             if not chunk.get("choices"):
-                return b""  # the usage-only chunk the proxy asked for on its own account
+                return None  # the usage-only chunk the proxy asked for on its own account
         self._wants.strip(chunk)
-        return sse_event(orjson.dumps(chunk))
+        return orjson.dumps(chunk)
 
     def error(self, err: ProxyError) -> bytes:
         return sse_event(orjson.dumps(openai_error_body(err)))

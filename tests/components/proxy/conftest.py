@@ -66,6 +66,8 @@ class FakeEngine:
     hang_s: float = 0.0  # wait this long before answering chat calls
     gate: asyncio.Event | None = None  # pause streams after the first token until set
     released_by_gate: bool | None = None  # whether the paused stream resumed because the gate was set
+    end_gate: asyncio.Event | None = None  # pause streams after their finishing chunk until set
+    at_end: threading.Event = field(default_factory=threading.Event)  # set when that pause begins
     cut_stream: bool = False  # drop the connection after the first token
     # Answer with these tool calls ({"name", "arguments": JSON text}) instead of the text.
     tool_calls: list[dict[str, str]] | None = None
@@ -142,6 +144,9 @@ class FakeEngine:
                     self.released_by_gate = True
                 except asyncio.TimeoutError:
                     self.released_by_gate = False
+            if position == len(FAKE_TOKENS) and self.end_gate is not None:
+                self.at_end.set()
+                await asyncio.wait_for(self.end_gate.wait(), 10)
         await out.write(b"data: [DONE]\n\n")
         await out.write_eof()
         return out

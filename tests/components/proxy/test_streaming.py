@@ -16,6 +16,7 @@ from aiohttp.test_utils import make_mocked_request
 from components.core import read_session
 from components.proxy.calls import _EventStream
 from components.proxy.recorder import Recorder
+from tests.components.proxy.conftest import FAKE_TOKENS
 
 
 def test_stream_is_forwarded_before_the_upstream_finishes(fake_proxy: str, fake_engine, loop_thread, tmp_path: Path) -> None:
@@ -65,6 +66,29 @@ def test_record_is_written_before_the_client_sees_the_call_complete(
     assert not completed_before_record, "the client saw the call complete before it was recorded"
     assert any(completion_signal in line for line in lines)
     assert len(read_session(tmp_path / "out" / "s1.jsonl")) == 1
+
+
+def test_the_finishing_chunk_reaches_the_client_only_once_recorded(fake_proxy: str, fake_engine, loop_thread, tmp_path: Path) -> None:
+    # A harness may take the finish reason as the end of its call: it must already be on disk.
+    fake_engine.end_gate = asyncio.Event()  # the engine pauses after its finishing chunk until set
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    lines: list[str] = []
+
+    def read_stream() -> None:
+        with httpx.stream("POST", f"{fake_proxy}/s/s1/v1/chat/completions", json=body, timeout=30) as response:
+            lines.extend(response.iter_lines())
+
+    reader = threading.Thread(target=read_stream)
+    reader.start()
+    assert fake_engine.at_end.wait(10), "the engine never sent its finishing chunk"
+    time.sleep(0.3)  # a finishing chunk forwarded at once would be readable by now
+    seen_while_paused = list(lines)
+    loop_thread.call_soon(fake_engine.end_gate.set)
+    reader.join(10)
+    assert not any('"finish_reason":"stop"' in line for line in seen_while_paused), "finish reason sent before the record"
+    assert any('"finish_reason":"stop"' in line for line in lines) and lines[-2:] == ["data: [DONE]", ""]
+    [call] = read_session(tmp_path / "out" / "s1.jsonl")
+    assert call.ok and call.completion_token_ids == [i for _, i, _ in FAKE_TOKENS]
 
 
 def test_client_leaving_mid_stream_is_recorded_and_proxy_keeps_serving(fake_proxy: str, fake_engine, loop_thread, tmp_path: Path) -> None:
