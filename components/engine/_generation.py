@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from components.engine._choice import choose
 from components.engine._sampling import SamplingParams, pick_token
 from components.engine._text import TextAssembler
 
@@ -43,12 +44,21 @@ class ScriptedReply:
     sampled_first: int = 0
 
 
+@dataclass(frozen=True)
+class ChoiceReply:
+    """Choice mode: candidate turns, one of which is sampled by its probability under the
+    model and then forced (components/core/choices.py)."""
+
+    candidates: list[list[int]]
+    label: str = ""  # names the task and turn in the engine's log
+
+
 @dataclass
 class Job:
     prompt_ids: list[int]
     params: SamplingParams
     emit: Callable[[Step], None]
-    reply: ScriptedReply | None = None
+    reply: ScriptedReply | ChoiceReply | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -105,6 +115,8 @@ class ModelRunner:
         stop_ids = frozenset(params.stop_token_ids)
         ending_ids = stop_ids if params.ignore_eos else stop_ids | self.eos_token_ids
         reply = job.reply or ScriptedReply([])
+        if isinstance(reply, ChoiceReply):
+            reply = ScriptedReply(choose(self, job.prompt_ids, reply, params.temperature, generator))
         text_only = sorted(ending_ids | self._added_ids)
         logits = self._prefill(job.prompt_ids)
         for index in range(params.max_tokens):
@@ -152,6 +164,17 @@ class ModelRunner:
             self._cached_ids = self._cached_ids[:reuse]
         return self._forward(prompt_ids[reuse:])
 
+    def _forward_all(self, token_ids: list[int]) -> Any:
+        """Logits at every position of ``token_ids`` (shape [len, vocab]), extending the cache."""
+        out = self.model(input_ids=_tensor(token_ids), past_key_values=self._cache, use_cache=True)
+        self._cached_ids.extend(token_ids)
+        return out.logits[0].float()
+
+    def _rewind(self, length: int) -> None:
+        """Crop the cache back to its first ``length`` tokens."""
+        self._cache.crop(length)
+        del self._cached_ids[length:]
+
     def _forward(self, token_ids: list[int]) -> Any:
         import torch
 
@@ -163,6 +186,12 @@ class ModelRunner:
         )
         self._cached_ids.extend(token_ids)
         return out.logits[0, -1].float()
+
+
+def _tensor(token_ids: list[int]) -> Any:
+    import torch
+
+    return torch.tensor([token_ids])
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:

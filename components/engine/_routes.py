@@ -12,7 +12,7 @@ from aiohttp import web
 from components.engine._chat_render import encode, normalize_messages, render_chat, scripted_reply_ids
 from components.engine._chat_template import read_prompt
 from components.engine._engine import DevEngine
-from components.engine._generation import ScriptedReply, Step
+from components.engine._generation import ChoiceReply, ScriptedReply, Step
 from components.engine._protocol import (
     ApiError,
     ChatRequest,
@@ -31,7 +31,9 @@ from components.engine._responses import (
     completion_response,
 )
 from components.engine._sampling import SamplingParams
-from components.engine._script import Script, ScriptedTurn
+from components.core.choices import ChoiceBook
+from components.core.scripted_turns import MissingToolError, ScriptedTurn
+from components.engine._script import Script
 
 
 def json_response(body: Any, status: int = 200) -> web.Response:
@@ -48,6 +50,7 @@ class Routes:
         policy_version: str,
         max_model_len: int,
         script: Script | None,
+        choices: ChoiceBook | None = None,
         unconstrained_json: bool = False,
     ) -> None:
         self.engine = engine
@@ -56,6 +59,7 @@ class Routes:
         self.policy_version = policy_version
         self.max_model_len = max_model_len
         self.script = script
+        self.choices = choices
         self.unconstrained_json = unconstrained_json
         self.created = int(time.time())
         self._token_text = TokenText(engine.tokenizer)
@@ -95,7 +99,8 @@ class Routes:
         else:
             prompt_ids = self._checked_ids(prompt, "prompt")
         params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, param="prompt")
-        reply = await self.engine.prepare(self._scripted_completion, prompt_ids) if self.script else None
+        scripted = self.script or self.choices
+        reply = await self.engine.prepare(self._scripted_completion, prompt_ids) if scripted else None
         steps = self.engine.generate(prompt_ids, params, reply)
         if req.stream:
             stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text)
@@ -114,25 +119,39 @@ class Routes:
             add_generation_prompt=req.add_generation_prompt,
             continue_final_message=req.continue_final_message,
         )
-        turn = self.script.turn_for(messages) if self.script else None
-        reply = None if turn is None else _scripted_reply(tokenizer, messages, tools, turn)
+        turns_so_far = sum(1 for m in messages if m.get("role") == "assistant")
+        reply = self._reply(text, turns_so_far, messages, tools)
         return encode(tokenizer, text, add_special_tokens=req.add_special_tokens), reply
 
-    def _scripted_completion(self, prompt_ids: list[int]) -> ScriptedReply | None:
+    def _reply(
+        self, text: str, turns_so_far: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> ScriptedReply | ChoiceReply | None:
+        """What the script or the choice book says for this conversation; None: sample freely."""
+        tokenizer = self.engine.tokenizer
+        if self.script is not None:
+            turn = self.script.turn_at(turns_so_far)
+            return None if turn is None else _scripted_reply(tokenizer, messages, tools, turn)
+        found = self.choices.candidates(text, turns_so_far) if self.choices is not None else None
+        if found is None:
+            return None
+        task_id, candidates = found
+        forced = [_scripted_reply(tokenizer, messages, tools, turn).forced_ids for turn in candidates]
+        return ChoiceReply(forced, label=f"{task_id} turn {turns_so_far}")
+
+    def _scripted_completion(self, prompt_ids: list[int]) -> ScriptedReply | ChoiceReply | None:
         """The script's turn for a chat prompt sent as token ids, as the chat endpoint would play it.
 
         A client holding the conversation's tokens (the recording proxy, to keep the ids
         the policy sampled) sends the rendered prompt itself; the turn and the tools are
         read back from it.
         """
-        tokenizer = self.engine.tokenizer
-        read = read_prompt(tokenizer.decode(prompt_ids, skip_special_tokens=False))
+        text = self.engine.tokenizer.decode(prompt_ids, skip_special_tokens=False)
+        read = read_prompt(text)
         if read is None:
             return None
         turns_so_far, tools = read
-        turn = self.script.turn_at(turns_so_far)
         placeholder = [{"role": "user", "content": ""}]  # a Qwen2.5 assistant turn renders the same after any history
-        return None if turn is None else _scripted_reply(tokenizer, placeholder, tools, turn)
+        return self._reply(text, turns_so_far, placeholder, tools)
 
     def _sampling(
         self,
@@ -271,7 +290,11 @@ class Routes:
 def _scripted_reply(
     tokenizer: Any, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, turn: ScriptedTurn
 ) -> ScriptedReply:
-    forced = scripted_reply_ids(tokenizer, messages, tools, turn.as_message(tools))
+    try:
+        message = turn.as_message(tools)
+    except MissingToolError as exc:
+        raise ApiError(str(exc)) from None
+    forced = scripted_reply_ids(tokenizer, messages, tools, message)
     if turn.sampled_text and turn.tool_calls:
         # The template writes a newline between an assistant's text and its first call.
         forced = encode(tokenizer, "\n") + forced

@@ -45,6 +45,12 @@ def serve_command(
     script: Optional[Path] = typer.Option(
         None, "--script", help='Scripted mode: JSON {"turns": [{"content", "tool_calls"}]} forced turn by turn.'
     ),
+    choices: Optional[Path] = typer.Option(
+        None,
+        "--choices",
+        help='Choice mode: JSON {"tasks": [{"task_id", "match", "turns": [[candidate, ...], ...]}]}; '
+        "each turn one candidate is drawn by its probability under the model.",
+    ),
     served_model_name: Optional[str] = typer.Option(
         None, "--served-model-name", help="Model name clients send (default: the --model path, as vLLM)."
     ),
@@ -59,6 +65,7 @@ def serve_command(
     ),
 ) -> None:
     """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize)."""
+    from components.core.choices import ChoiceBookError
     from components.engine._script import ScriptError
     from components.engine.server import EngineStartError, serve
 
@@ -68,12 +75,13 @@ def serve_command(
             host=host,
             port=port,
             script=script,
+            choices=choices,
             served_model_name=served_model_name,
             threads=threads,
             max_model_len=max_model_len,
             unconstrained_json=unconstrained_json,
         )
-    except (ScriptError, EngineStartError) as exc:
+    except (ScriptError, ChoiceBookError, EngineStartError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 

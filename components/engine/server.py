@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from components.core.checkpoints import CHECKPOINT_INFO
+from components.core.choices import ChoiceBook, load_choice_book
 from components.engine._engine import DevEngine
 from components.engine._protocol import ApiError
 from components.engine._routes import Routes, json_response
@@ -60,6 +61,7 @@ def build_app(
     *,
     served_model_name: str | None = None,
     script: Script | None = None,
+    choices: ChoiceBook | None = None,
     threads: int = 2,
     max_model_len: int | None = None,
     unconstrained_json: bool = False,
@@ -67,6 +69,8 @@ def build_app(
     """Load the model and return the ready aiohttp application."""
     from components.engine._generation import ModelRunner
 
+    if script is not None and choices is not None:
+        raise EngineStartError("scripted mode and choice mode exclude each other: give --script or --choices")
     if not (model_dir / "config.json").is_file():
         raise EngineStartError(
             f"{model_dir} is not a model directory (no config.json); create one with "
@@ -89,6 +93,7 @@ def build_app(
         policy_version=policy_version,
         max_model_len=runner.max_model_len,
         script=script,
+        choices=choices,
         unconstrained_json=unconstrained_json,
     ).register(app)
     app.on_cleanup.append(lambda _app: _close(engine))
@@ -105,6 +110,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8000,
     script: str | Path | None = None,
+    choices: str | Path | None = None,
     served_model_name: str | None = None,
     threads: int = 2,
     max_model_len: int | None = None,
@@ -114,11 +120,14 @@ def serve(
 
     Prints one line naming the URL once the model is loaded and the port is listening.
     """
+    # The engine's own lines (choices drawn, failed requests) go to its log.
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     loaded_script = load_script(script) if script is not None else None
     app = build_app(
         Path(model_dir),
         served_model_name=served_model_name,
         script=loaded_script,
+        choices=load_choice_book(choices) if choices is not None else None,
         threads=threads,
         max_model_len=max_model_len,
         unconstrained_json=unconstrained_json,

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from components.engine._protocol import ApiError
-from components.engine._script import ScriptedToolCall, ScriptError, load_script
+from components.core.scripted_turns import MissingToolError, ScriptedToolCall
+from components.engine._script import ScriptError, load_script
 
 
 def _tool(name: str, **params: str) -> dict[str, Any]:
@@ -56,8 +57,8 @@ def test_named_call_is_played_as_written_whatever_is_declared() -> None:
     assert call.resolve(None) == ("read_file", {"path": "README.md"})
 
 
-def test_shell_call_without_a_shell_tool_is_a_clear_api_error() -> None:
-    with pytest.raises(ApiError, match=r"declares no such tool .*\['Read'\]"):
+def test_shell_call_without_a_shell_tool_is_a_clear_error() -> None:
+    with pytest.raises(MissingToolError, match=r"declares no such tool .*\['Read'\]"):
         ScriptedToolCall(shell="ls").resolve([_tool("Read", file_path="string")])
 
 

@@ -1,0 +1,116 @@
+"""Choice mode's contract: candidate turns per task, from the task set to the dev engine.
+
+A random tiny model cannot drive a real harness, and scripting it teaches nothing: a
+forced turn succeeds or fails the same way every time. In choice mode a task offers, for
+each assistant turn, a few candidate turns (a right and a wrong command, a careful and a
+careless edit). The engine scores every candidate's token sequence under the policy and
+samples one in proportion to its probability (at the sampling temperature), then returns
+that candidate's tokens with the policy's own logprobs. Training moves those
+probabilities, so the pass rate inside the real harness can rise. docs/engine.md
+("Choice mode") says how this differs from free sampling and what it means for the
+importance ratio.
+
+The prepare step writes the iteration's book (``RunLayout.choices``) from the chosen
+tasks' ``choices``; the serve step hands it to the engine. The engine finds a request's
+task by its ``match`` text (the task's prompt) in the rendered conversation, and the turn
+by the number of assistant messages before it, as scripted mode does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from components.core.scripted_turns import ScriptedTurn
+from components.core.validation import join_errors
+
+CandidateTurns = list[list[ScriptedTurn]]
+
+
+def check_candidate_turns(turns: CandidateTurns) -> CandidateTurns:
+    """Refuse what cannot be scored: an empty turn, or a candidate that samples text of its own."""
+    for index, candidates in enumerate(turns):
+        if not candidates:
+            raise ValueError(f"turn {index} offers no candidate; give it at least one (a single one is forced)")
+        if any(candidate.sampled_text for candidate in candidates):
+            raise ValueError(
+                f"turn {index}: a candidate cannot use sampled_text (its tokens must be known to be scored); "
+                "write its content out"
+            )
+    return turns
+
+
+def normalize_text(text: str) -> str:
+    """Whitespace folded to single spaces: harnesses re-wrap and indent the prompt they are given."""
+    return " ".join(text.split())
+
+
+class TaskChoices(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: str
+    match: str = Field(min_length=1, description="Text found in every conversation of this task (its prompt).")
+    turns: CandidateTurns = Field(description="Per assistant turn, the candidate turns; one candidate is forced.")
+
+    @field_validator("turns")
+    @classmethod
+    def _scorable(cls, value: CandidateTurns) -> CandidateTurns:
+        return check_candidate_turns(value)
+
+
+class ChoiceBook(BaseModel):
+    """Every task of an iteration that offers choices."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: list[TaskChoices]
+    _keys: list[tuple[str, TaskChoices]] = PrivateAttr(default_factory=list)
+
+    def model_post_init(self, _context: object) -> None:
+        # Longest first: a task whose prompt contains another task's prompt must win.
+        self._keys = sorted(
+            ((normalize_text(task.match), task) for task in self.tasks), key=lambda pair: -len(pair[0])
+        )
+
+    def find(self, conversation: str) -> TaskChoices | None:
+        """The task whose match text occurs in ``conversation`` (the rendered prompt), if any."""
+        folded = normalize_text(conversation)
+        return next((task for key, task in self._keys if key in folded), None)
+
+    def candidates(self, conversation: str, turn: int) -> tuple[str, list[ScriptedTurn]] | None:
+        """(task id, candidates) for the assistant turn after ``turn`` earlier ones; None: sample freely."""
+        task = self.find(conversation)
+        if task is None or not 0 <= turn < len(task.turns):
+            return None
+        return task.task_id, task.turns[turn]
+
+
+class ChoiceBookError(ValueError):
+    """A choice book that cannot be used; the message names the file and the problem."""
+
+
+def load_choice_book(path: str | Path) -> ChoiceBook:
+    return parse_choice_book(_read(Path(path)), str(path))
+
+
+def parse_choice_book(data: bytes | str, origin: str) -> ChoiceBook:
+    try:
+        raw = json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise ChoiceBookError(f"choice book {origin} is not valid JSON: {exc}") from None
+    try:
+        return ChoiceBook.model_validate(raw)
+    except ValidationError as exc:
+        raise ChoiceBookError(
+            f'choice book {origin} is invalid ({join_errors(exc)}); expected {{"tasks": [{{"task_id": "...", '
+            '"match": "<the task prompt>", "turns": [[<candidate turn>, ...], ...]}]}'
+        ) from None
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise ChoiceBookError(f"cannot read choice book {path}: {exc.strerror}") from None
