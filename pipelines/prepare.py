@@ -125,13 +125,14 @@ def prepare_command(
     """Resolve the iteration from the run's state, pick its tasks and list the rollouts left to run."""
     from components.core.config import ConfigError, config_from_env
     from components.core.storage import open_store
+    from components.rollout.prepare import NoChoicesError
     from components.rollout.tasks import TaskError
 
     try:
         config = config_from_env()
         store = open_store(config.storage.uri, config.storage.endpoint_url)
         prepared = prepare_step(config, parse_iteration(iteration), store)
-    except (ConfigError, TaskError, PrepareError) as exc:
+    except (ConfigError, TaskError, PrepareError, NoChoicesError) as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     write_outputs(prepared, out_dir)

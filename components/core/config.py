@@ -49,6 +49,13 @@ class EngineConfig(_Section):
         "constraint (it cannot constrain decoding; by default they are a 400). For harnesses that ask for JSON "
         "on every call (browser-use) on a CPU run; the tiny model's answers will not parse.",
     )
+    dev_mode: Literal["sample", "choice"] = Field(
+        "sample",
+        description="Dev engine only. `sample`: the model samples freely. `choice`: for tasks that offer candidate "
+        "turns (`choices` in task.yaml), the model draws one candidate per turn by its own probability and the "
+        "engine answers with that candidate's tokens and logprobs, so a tiny model can act in a real harness and "
+        "still learn (docs/engine.md, \"Choice mode\").",
+    )
     vllm: VllmConfig = Field(default_factory=VllmConfig)
 
     @model_validator(mode="after")
@@ -57,6 +64,8 @@ class EngineConfig(_Section):
             raise ValueError(
                 "dev_unconstrained_json applies to the dev engine only (vLLM enforces response_format); remove it"
             )
+        if self.dev_mode != "sample" and self.kind != "dev":
+            raise ValueError(f"dev_mode {self.dev_mode!r} applies to the dev engine only; remove it or set kind: dev")
         return self
 
 

@@ -203,6 +203,10 @@ class RunLayout:
     def plan(self, iteration: int) -> str:
         return f"{self._it(iteration)}/plan.json"
 
+    def choices(self, iteration: int) -> str:
+        """The iteration's choice book (components/core/choices.py): written by prepare, read by serve."""
+        return f"{self._it(iteration)}/choices.json"
+
     def trajectory(self, iteration: int | str, rollout_id: str) -> str:
         return f"{self._it(iteration)}/trajectories/{rollout_id}.jsonl"
 

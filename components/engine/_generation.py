@@ -116,7 +116,9 @@ class ModelRunner:
         ending_ids = stop_ids if params.ignore_eos else stop_ids | self.eos_token_ids
         reply = job.reply or ScriptedReply([])
         if isinstance(reply, ChoiceReply):
-            reply = ScriptedReply(choose(self, job.prompt_ids, reply, params.temperature, generator))
+            # Scored as far as they will be emitted: max_tokens cuts a forced reply too.
+            cut = ChoiceReply([ids[: params.max_tokens] for ids in reply.candidates], reply.label)
+            reply = ScriptedReply(choose(self, job.prompt_ids, cut, params.temperature, generator))
         text_only = sorted(ending_ids | self._added_ids)
         logits = self._prefill(job.prompt_ids)
         for index in range(params.max_tokens):

@@ -119,6 +119,7 @@ def serve_step_command(
                 port=port,
                 max_model_len=engine.max_model_len,
                 unconstrained_json=engine.dev_unconstrained_json,
+                choices=_choice_book(config, iteration, store, Path(tmp)) if engine.dev_mode == "choice" else None,
             )
             return
         try:
@@ -128,3 +129,20 @@ def serve_step_command(
             raise typer.Exit(2) from None
         # A vLLM stopped by the signal Argo sends the daemon exits by that signal: not a failure.
         raise typer.Exit(code if code > 0 else 0)
+
+
+def _choice_book(config: object, iteration: int, store: object, tmp: Path) -> Path:
+    """The book the prepare step wrote for this iteration, as a file for the engine."""
+    from components.core.storage import run_layout
+
+    key = run_layout(config).choices(iteration)
+    if not store.exists(key):
+        typer.echo(
+            f"error: engine.dev_mode is 'choice' but {store.root}/{key} does not exist; "
+            "the prepare step writes it: run prepare for this iteration first",
+            err=True,
+        )
+        raise typer.Exit(2)
+    path = tmp / "choices.json"
+    path.write_bytes(store.get_bytes(key))
+    return path

@@ -15,6 +15,7 @@ import math
 import tempfile
 from pathlib import Path
 
+from components.core.choices import ChoiceBook
 from components.core.config import ExperimentConfig
 from components.core.storage import ArtifactStore, open_store, put_dir, run_layout
 from components.rollout.tasks import Task, load_task_set, select_tasks
@@ -75,5 +76,23 @@ def prepare_iteration(config: ExperimentConfig, iteration: int, store: ArtifactS
         "tasks": [task.id for task in chosen],
         "rollouts": plan_rollouts(config, chosen, iteration),
     }
+    # Before the plan: a stored plan (what a resumed iteration reuses) implies its book is stored.
+    if config.engine.dev_mode == "choice":
+        store.put_bytes(layout.choices(iteration), choice_book(chosen, source).model_dump_json(indent=2).encode())
     store.put_bytes(layout.plan(iteration), json.dumps(plan, indent=2).encode() + b"\n")
     return plan
+
+
+class NoChoicesError(ValueError):
+    """Choice mode on a task set that offers no choices."""
+
+
+def choice_book(tasks: list[Task], source: str) -> ChoiceBook:
+    """The engine's book for these tasks; tasks without ``choices`` are left to free sampling."""
+    entries = [entry for task in tasks if (entry := task.choice_entry()) is not None]
+    if not entries:
+        raise NoChoicesError(
+            f"engine.dev_mode is 'choice' but none of this iteration's tasks in {source} offers choices: add "
+            "`choices:` to their task.yaml (docs/tasks.md, \"Candidate turns\") or set engine.dev_mode: sample"
+        )
+    return ChoiceBook(tasks=entries)

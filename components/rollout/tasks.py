@@ -20,6 +20,7 @@ from typing import NamedTuple
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from components.core.choices import CandidateTurns, TaskChoices, check_candidate_turns
 from components.core.storage import ArtifactStore, open_store
 from components.core.validation import describe_errors
 from components.environments.desktop_tasks import DESKTOP_FILE, DesktopTaskError, DesktopTaskSpec, load_desktop_spec
@@ -39,6 +40,8 @@ _FIELD_FIXES = {
     "verifier.timeout_s": "set verifier.timeout_s to a positive number of seconds",
     "time_limit_s": "set time_limit_s to a positive number of seconds, or remove it to use rollout.time_limit_s",
     "workspace": "set workspace: to a folder inside the task folder, or remove it for an empty workspace",
+    "choices": "give choices: as a list of turns, each a list of candidate turns "
+    '([[{tool_calls: [{shell: "..."}]}, ...], [{content: "..."}]]; docs/tasks.md)',
 }
 
 
@@ -69,6 +72,11 @@ class Task(BaseModel):
     time_limit_s: float | None = Field(None, gt=0, description="Overrides config rollout.time_limit_s.")
     workspace: str | None = Field(None, description="Folder inside the task folder copied into a fresh workspace.")
     verifier: VerifierSpec
+    choices: CandidateTurns | None = Field(
+        None,
+        description="Candidate turns per assistant turn for the dev engine's choice mode (engine.dev_mode: choice); "
+        "a turn with one candidate is forced. Other engines ignore them.",
+    )
     task_dir: Path = Field(exclude=True, description="Where the task was loaded from (set by the loader).")
     web: WebTaskSpec | None = Field(None, exclude=True, description=f"The folder's {WEB_FILE} (set by the loader).")
     desktop: DesktopTaskSpec | None = Field(
@@ -81,6 +89,17 @@ class Task(BaseModel):
         if not _TASK_ID.match(value):
             raise ValueError(f"task id {value!r} is not allowed: use {TASK_ID_RULE}")
         return value
+
+    @field_validator("choices")
+    @classmethod
+    def _scorable_choices(cls, value: CandidateTurns | None) -> CandidateTurns | None:
+        return None if value is None else check_candidate_turns(value)
+
+    def choice_entry(self) -> TaskChoices | None:
+        """This task's entry in an iteration's choice book; found by its prompt in the conversation."""
+        if self.choices is None:
+            return None
+        return TaskChoices(task_id=self.id, match=self.prompt, turns=self.choices)
 
     @property
     def workspace_dir(self) -> Path | None:

@@ -74,3 +74,25 @@ def test_example_configs_load_with_their_task_sets(config: str, monkeypatch: pyt
     monkeypatch.chdir(REPO)  # task sources are relative to the repository root, as `make run` uses them
     loaded = load_config(REPO / "examples" / config)
     assert len(load_task_set(loaded.tasks.source)) >= 3
+
+
+def _tasks_with_choices() -> list[Path]:
+    return sorted(p.parent for p in (REPO / "examples" / "tasks").glob("*/*/task.yaml") if "choices:" in p.read_text())
+
+
+@pytest.mark.parametrize("task_dir", _tasks_with_choices(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_candidates_of_a_turn_cost_the_tiny_model_the_same_tokens(task_dir: Path) -> None:
+    """A random model gives each token about 1/4096: one token more makes a candidate ~e^8
+    times less likely, and the choice would be decided before any learning."""
+    from components.engine._chat_render import scripted_reply_ids
+    from components.engine._tokenizer_build import build_tokenizer
+    from components.rollout.reference_harness import SHELL_TOOL
+
+    tokenizer = build_tokenizer()
+    task = load_task(task_dir)
+    for index, candidates in enumerate(task.choices):
+        lengths = [
+            len(scripted_reply_ids(tokenizer, [{"role": "user", "content": task.prompt}], [SHELL_TOOL], c.as_message([SHELL_TOOL])))
+            for c in candidates
+        ]
+        assert len(set(lengths)) == 1, f"{task.id} turn {index}: candidates of {lengths} tokens"

@@ -89,3 +89,44 @@ def test_pod_deadline_covers_start_up_the_task_time_limit_and_the_verifier(
     verifier_s = 10  # make_task's verifier timeout
     assert deadlines["alpha"] == 90 + verifier_s + 200
     assert deadlines["beta"] == config.rollout.time_limit_s + verifier_s + 200
+
+
+def _offer_choices(task_set: Path, name: str) -> None:
+    task_yaml = task_set / name / "task.yaml"
+    task_yaml.write_text(task_yaml.read_text() + 'choices:\n  - - content: "yes"\n    - content: "no"\n')
+
+
+def test_choice_mode_stores_the_book_of_the_chosen_tasks(rollout_config, task_set: Path, tmp_path: Path) -> None:
+    from components.core.choices import load_choice_book
+
+    for name in ("alpha", "beta", "gamma"):
+        _offer_choices(task_set, name)
+    config = _config(rollout_config, task_set, per_iteration=None, engine={"dev_mode": "choice"})
+    store = LocalStore(tmp_path / "store")
+
+    plan = prepare_iteration(config, 0, store)
+
+    key = RunLayout(config.name).choices(0)
+    (tmp_path / "book.json").write_bytes(store.get_bytes(key))
+    book = load_choice_book(tmp_path / "book.json")
+    assert sorted(t.task_id for t in book.tasks) == ["alpha", "beta", "gamma"]  # delta offers none: sampled freely
+    assert set(plan["tasks"]) == {"alpha", "beta", "gamma", "delta"}
+    assert all(t.match == f"do {t.task_id}" and [c.content for c in t.turns[0]] == ["yes", "no"] for t in book.tasks)
+
+
+def test_choice_mode_on_tasks_without_choices_is_refused_naming_the_fix(
+    rollout_config, task_set: Path, tmp_path: Path
+) -> None:
+    from components.rollout.prepare import NoChoicesError
+
+    config = _config(rollout_config, task_set, engine={"dev_mode": "choice"})
+    with pytest.raises(NoChoicesError, match=r"none of this iteration's tasks .* add `choices:`"):
+        prepare_iteration(config, 0, LocalStore(tmp_path / "store"))
+
+
+def test_sampling_mode_stores_no_book(rollout_config, task_set: Path, tmp_path: Path) -> None:
+    _offer_choices(task_set, "alpha")
+    config = _config(rollout_config, task_set)
+    store = LocalStore(tmp_path / "store")
+    prepare_iteration(config, 0, store)
+    assert not store.exists(RunLayout(config.name).choices(0))
