@@ -173,6 +173,7 @@ def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
             "--port",
             str(PROXY_PORT),
             "--training",
+            *(["--sampling-seed", str(config.seed)] if config.rollout.seeded_sampling else []),
         ],
         env=_config_env(),
         ports=[m.ContainerPort(name="proxy", container_port=PROXY_PORT)],

@@ -126,6 +126,12 @@ class RolloutConfig(_Section):
     max_output_mb: float = Field(
         64.0, gt=0, description="Cap on each of the harness's stdout and stderr files; a harness writing more is a harness error."
     )
+    seeded_sampling: bool = Field(
+        False,
+        description="Seed every model call from the experiment seed, the rollout and its turn (the proxy's "
+        "--sampling-seed), so rerunning an iteration draws the same samples for the same prompts. Costs vLLM some "
+        "batching throughput; for debugging, tests and benchmarks.",
+    )
 
 
 class AlgorithmConfig(_Section):

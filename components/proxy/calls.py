@@ -32,7 +32,13 @@ from components.proxy.retries import deliver
 from components.proxy.sessions import call_session, check_path_attempt
 from components.proxy.surfaces import Surface
 from components.proxy.upstream import Upstream
-from components.proxy.upstream_chat import ChatStreamAssembler, Completion, extract_completion, prepare_upstream_body
+from components.proxy.upstream_chat import (
+    ChatStreamAssembler,
+    Completion,
+    call_seed,
+    extract_completion,
+    prepare_upstream_body,
+)
 from components.proxy.upstream_events import ChunkReader, decode_object
 
 _log = logging.getLogger(__name__)
@@ -109,8 +115,10 @@ class CallHandler:
         chat_request, notes = surface.to_upstream(expanded)
         models = await self._upstream.models()  # also keeps the policy version fresh
         model = self._config.served_model or (models.first_id if models is not None else None)
+        base_seed = self._config.sampling_seed
+        seed = None if base_seed is None else call_seed(base_seed, session_id, attempt_number, chat_request)
         upstream_body, sampling = prepare_upstream_body(
-            chat_request, model=model, training=self._config.training, stream=stream
+            chat_request, model=model, training=self._config.training, stream=stream, seed=seed
         )
         translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
         if continued is not None:

@@ -20,6 +20,10 @@ def proxy_command(
         Optional[str], typer.Option(help="Model name sent upstream (default: the upstream's first model).")
     ] = None,
     training: Annotated[bool, typer.Option("--training", help="Sample with temperature 1, top_p 1 and record it.")] = False,
+    sampling_seed: Annotated[
+        Optional[int],
+        typer.Option(help="With --training: seed each call from this, its session and its turn (reproducible rollouts)."),
+    ] = None,
     token_provenance: Annotated[
         Optional[bool],
         typer.Option(
@@ -69,6 +73,7 @@ def proxy_command(
             port=port,
             served_model=served_model,
             training=training,
+            sampling_seed=sampling_seed,
             token_provenance=token_provenance,
             fsync=fsync,
             upstream_timeout_s=upstream_timeout_s,

@@ -7,6 +7,7 @@ completion, and pull the tokens a record needs out of that completion.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,10 +16,22 @@ from typing import Any
 _DISTRIBUTION_KNOBS = ("top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias")
 
 
+def call_seed(base: int, session_id: str, attempt: int, chat_request: dict[str, Any]) -> int:
+    """A per-call seed that a rerun of the same rollout gives the same call: its turn is its
+    message count, which does not depend on paths, times or ids inside the messages."""
+    messages = chat_request.get("messages")
+    turn = len(messages) if isinstance(messages, list) else 0
+    digest = hashlib.sha256(f"{base}/{session_id}/{attempt}/{turn}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") >> 1  # 31 bits: any engine's seed type holds it
+
+
 def prepare_upstream_body(
-    chat_request: dict[str, Any], *, model: str | None, training: bool, stream: bool
+    chat_request: dict[str, Any], *, model: str | None, training: bool, stream: bool, seed: int | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The request sent upstream, and the ``sampling`` record of what it asks the engine to use."""
+    """The request sent upstream, and the ``sampling`` record of what it asks the engine to use.
+
+    ``seed`` (training mode only) is used when the harness sent none.
+    """
     body = dict(chat_request)
     if model is not None:
         body["model"] = model
@@ -36,6 +49,8 @@ def prepare_upstream_body(
         dropped = [knob for knob in _DISTRIBUTION_KNOBS if knob in body]
         for knob in dropped:
             del body[knob]
+        if seed is not None and not _is_int(body.get("seed")):
+            body["seed"] = seed
     return body, _sampling(body, overridden=training, dropped=dropped)
 
 

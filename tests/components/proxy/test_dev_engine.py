@@ -124,3 +124,18 @@ def test_tool_call_reaches_the_client_and_the_record(engine_proxy: str, tmp_path
     assert call.ok and call.finish_reason == "tool_calls"
     [recorded] = call.response["choices"][0]["message"]["tool_calls"]
     assert recorded["function"]["name"] == "get_weather" and json.loads(recorded["function"]["arguments"]) == {"city": "Paris"}
+
+
+def test_a_seeded_proxy_replays_the_same_sample_for_the_same_session_and_turn(
+    dev_engine, make_proxy: Callable[..., str], tmp_path: Path
+) -> None:
+    proxy = make_proxy(dev_engine.url, training=True, sampling_seed=0, out=tmp_path / "seeded")
+    answers = {}
+    for session in ("replay-a", "replay-b"):
+        for _ in range(2):
+            resp = _client(proxy, session).chat.completions.create(model="any", messages=MESSAGES, max_tokens=12)
+            answers.setdefault(session, set()).add(resp.choices[0].message.content)
+    assert all(len(texts) == 1 for texts in answers.values()), answers  # same session and turn: same draw
+    assert answers["replay-a"] != answers["replay-b"]  # another rollout draws its own
+    seeds = {call.sampling.seed for call in read_session(tmp_path / "seeded" / "replay-a.jsonl")}
+    assert len(seeds) == 1 and None not in seeds

@@ -131,3 +131,28 @@ def test_extract_completion_flags_logprob_entries_without_a_number() -> None:
         assert completion.completion_logprobs == []
     ok = extract_completion({"choices": [{"token_ids": [1, 2], "logprobs": {"content": [{"logprob": -1.0}, {"logprob": 0}]}}]})
     assert ok.problem is None and ok.completion_logprobs == [-1.0, 0]
+
+
+def test_a_call_seed_depends_on_session_attempt_and_turn_but_not_on_message_text() -> None:
+    from components.proxy.upstream_chat import call_seed
+
+    two = {"messages": [{"role": "user", "content": "in /tmp/a"}, {"role": "assistant", "content": "x"}]}
+    moved = {"messages": [{"role": "user", "content": "in /tmp/b"}, {"role": "assistant", "content": "y"}]}
+    seeds = {
+        call_seed(0, "task-s0", 0, two),
+        call_seed(0, "task-s1", 0, two),
+        call_seed(0, "task-s0", 1, two),
+        call_seed(0, "task-s0", 0, {"messages": two["messages"][:1]}),
+        call_seed(1, "task-s0", 0, two),
+    }
+    assert len(seeds) == 5 and all(0 <= s < 2**31 for s in seeds)
+    assert call_seed(0, "task-s0", 0, moved) == call_seed(0, "task-s0", 0, two)
+
+
+def test_training_mode_seeds_calls_the_harness_left_unseeded() -> None:
+    body, sampling = prepare_upstream_body({"messages": []}, model=None, training=True, stream=False, seed=7)
+    assert body["seed"] == 7 and sampling["seed"] == 7
+    body, _ = prepare_upstream_body({"messages": [], "seed": 3}, model=None, training=True, stream=False, seed=7)
+    assert body["seed"] == 3  # the harness's own seed is kept
+    body, _ = prepare_upstream_body({"messages": []}, model=None, training=False, stream=False, seed=7)
+    assert "seed" not in body  # serving mode changes no sampling
