@@ -173,7 +173,8 @@ def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
             "--port",
             str(PROXY_PORT),
             "--training",
-            *(["--sampling-seed", str(config.seed)] if config.rollout.seeded_sampling else []),
+            # Per iteration: a rollout id recurs every iteration and must not redraw the same numbers.
+            *(["--sampling-seed", f"{config.seed}/{ITERATION}"] if config.rollout.seeded_sampling else []),
         ],
         env=_config_env(),
         ports=[m.ContainerPort(name="proxy", container_port=PROXY_PORT)],

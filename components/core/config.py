@@ -128,7 +128,7 @@ class RolloutConfig(_Section):
     )
     seeded_sampling: bool = Field(
         False,
-        description="Seed every model call from the experiment seed, the rollout and its turn (the proxy's "
+        description="Seed every model call from the experiment seed, the iteration, the rollout and its turn (the proxy's "
         "--sampling-seed), so rerunning an iteration draws the same samples for the same prompts. Costs vLLM some "
         "batching throughput; for debugging, tests and benchmarks.",
     )

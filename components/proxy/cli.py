@@ -21,8 +21,8 @@ def proxy_command(
     ] = None,
     training: Annotated[bool, typer.Option("--training", help="Sample with temperature 1, top_p 1 and record it.")] = False,
     sampling_seed: Annotated[
-        Optional[int],
-        typer.Option(help="With --training: seed each call from this, its session and its turn (reproducible rollouts)."),
+        Optional[str],
+        typer.Option(help="With --training: seed each call from this label, its session and its turn (reproducible rollouts)."),
     ] = None,
     token_provenance: Annotated[
         Optional[bool],

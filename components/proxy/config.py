@@ -28,11 +28,13 @@ class ProxyConfig(BaseModel):
     training: bool = Field(
         False, description="Override sampling to temperature 1, top_p 1 (the policy's own distribution)."
     )
-    sampling_seed: int | None = Field(
+    sampling_seed: str | None = Field(
         None,
-        description="In training mode, give each call that carries no seed of its own a seed derived from this one, "
-        "its session, its attempt and its turn, so a rerun draws the same samples for the same prompts (vLLM and "
-        "the dev engine honour per-request seeds). Unset: the engine draws at random.",
+        min_length=1,
+        description="In training mode, give each call that carries no seed of its own a seed derived from this "
+        "label (the workflow passes `<experiment seed>/<iteration>`), its session, its attempt and its turn, so a "
+        "rerun draws the same samples for the same prompts (vLLM and the dev engine honour per-request seeds). "
+        "Unset: the engine draws at random.",
     )
     token_provenance: bool | None = Field(
         None,

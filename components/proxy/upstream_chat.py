@@ -16,7 +16,7 @@ from typing import Any
 _DISTRIBUTION_KNOBS = ("top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias")
 
 
-def call_seed(base: int, session_id: str, attempt: int, chat_request: dict[str, Any]) -> int:
+def call_seed(base: str, session_id: str, attempt: int, chat_request: dict[str, Any]) -> int:
     """A per-call seed that a rerun of the same rollout gives the same call: its turn is its
     message count, which does not depend on paths, times or ids inside the messages."""
     messages = chat_request.get("messages")

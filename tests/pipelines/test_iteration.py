@@ -145,6 +145,13 @@ def test_rollout_pod_runs_the_proxy_as_a_sidecar_sharing_the_work_volume() -> No
     }
 
 
+def test_seeded_sampling_seeds_the_proxy_per_experiment_and_iteration() -> None:
+    config = quickstart_config().model_copy(deep=True)
+    config.seed, config.rollout.seeded_sampling = 7, True
+    (sidecar,) = template(compile_config(config)[0], "rollout")["sidecars"]
+    assert sidecar["command"][-2:] == ["--sampling-seed", f"7/{ITERATION}"]
+
+
 def test_rollout_artifacts_use_the_run_layout_keys() -> None:
     config = quickstart_config()
     layout = RunLayout(config.name)

@@ -129,7 +129,7 @@ def test_tool_call_reaches_the_client_and_the_record(engine_proxy: str, tmp_path
 def test_a_seeded_proxy_replays_the_same_sample_for_the_same_session_and_turn(
     dev_engine, make_proxy: Callable[..., str], tmp_path: Path
 ) -> None:
-    proxy = make_proxy(dev_engine.url, training=True, sampling_seed=0, out=tmp_path / "seeded")
+    proxy = make_proxy(dev_engine.url, training=True, sampling_seed="0/0", out=tmp_path / "seeded")
     answers = {}
     for session in ("replay-a", "replay-b"):
         for _ in range(2):

@@ -139,14 +139,14 @@ def test_a_call_seed_depends_on_session_attempt_and_turn_but_not_on_message_text
     two = {"messages": [{"role": "user", "content": "in /tmp/a"}, {"role": "assistant", "content": "x"}]}
     moved = {"messages": [{"role": "user", "content": "in /tmp/b"}, {"role": "assistant", "content": "y"}]}
     seeds = {
-        call_seed(0, "task-s0", 0, two),
-        call_seed(0, "task-s1", 0, two),
-        call_seed(0, "task-s0", 1, two),
-        call_seed(0, "task-s0", 0, {"messages": two["messages"][:1]}),
-        call_seed(1, "task-s0", 0, two),
+        call_seed("0", "task-s0", 0, two),
+        call_seed("0", "task-s1", 0, two),
+        call_seed("0", "task-s0", 1, two),
+        call_seed("0", "task-s0", 0, {"messages": two["messages"][:1]}),
+        call_seed("1", "task-s0", 0, two),
     }
     assert len(seeds) == 5 and all(0 <= s < 2**31 for s in seeds)
-    assert call_seed(0, "task-s0", 0, moved) == call_seed(0, "task-s0", 0, two)
+    assert call_seed("0", "task-s0", 0, moved) == call_seed("0", "task-s0", 0, two)
 
 
 def test_training_mode_seeds_calls_the_harness_left_unseeded() -> None:
