@@ -27,7 +27,6 @@ class BatchStats(BaseModel):
 
     rows: int = 0
     rollouts: int = 0  # usable rollouts in groups with signal
-    trained_tokens: int = 0  # sampled response tokens the loss sees (the response mask)
     merge_continuations: int = 0
     merge_breaks: int = 0
     superseded_calls: int = 0
@@ -45,7 +44,6 @@ class BatchStats(BaseModel):
         return {
             "batch/rows": float(self.rows),
             "batch/rollouts": float(self.rollouts),
-            "batch/trained_tokens": float(self.trained_tokens),
             "batch/merge_breaks": float(self.merge_breaks),
             "batch/merge_continuations": float(self.merge_continuations),
             "batch/dropped_rows": float(self.dropped_rows),
@@ -162,7 +160,6 @@ def _to_dataproto(
     prompts = _pad([r.prompt for r in rows], prompt_width, pad_token_id, left=True, dtype=torch.long)
     responses = _pad([r.response for r in rows], response_width, pad_token_id, left=False, dtype=torch.long)
     response_mask = _pad([r.response_mask for r in rows], response_width, 0, left=False, dtype=torch.long)
-    stats.trained_tokens = int(response_mask.sum())
     prompt_present = _pad([[1] * len(r.prompt) for r in rows], prompt_width, 0, left=True, dtype=torch.long)
     response_present = _pad([[1] * len(r.response) for r in rows], response_width, 0, left=False, dtype=torch.long)
     attention_mask = torch.cat([prompt_present, response_present], dim=1)
