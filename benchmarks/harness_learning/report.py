@@ -52,7 +52,7 @@ def _number(value: float | None, digits: int) -> str:
 
 
 def table_markdown(points: Sequence[HarnessIteration]) -> list[str]:
-    head = ["iteration", "pass rate", "± s.e.", "rollouts", "reward mean", "trained tokens", "wall s",
+    head = ["iteration", "pass rate", "± s.e.", "graded", "reward mean", "trained tokens", "wall s",
             *(f"{step} s" for step in STEPS), f"{OTHER} s"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
     for p in points:
@@ -80,12 +80,15 @@ class HarnessRuns:
 _READING = (
     "*pass rate* = share of the iteration's graded rollouts whose verifier passed (read from each "
     "rollout's outcome, so the control's shuffled rewards never touch it); *± s.e.* its standard error; "
-    "*rollouts* = graded rollouts (infrastructure failures left out); *reward mean* = `reward/mean`, the "
+    "*graded* = rollouts the pass rate counts (infrastructure failures left out); *reward mean* = `reward/mean`, the "
     "verifier's; *trained tokens* = `batch/trained_tokens`, the sampled tokens the loss saw; *wall* = "
     "`time/iteration_s`. The pipeline records no per-step durations, so the step columns are measured "
     "from the executor's node events as the run's view received them: *serve start* = the engine's "
     "start until it answered its readiness probe, *rollouts* = first rollout pod started to last one "
-    "ended, *other* = the rest of the wall time (between nodes: scheduling, MLflow, stopping the engine)."
+    "ended, *other* = the rest of the wall time (between nodes: scheduling, MLflow, stopping the engine). "
+    "Seeded sampling seeds each call from the run's seed, the rollout id and the turn, not the iteration: "
+    "a rollout draws the same random numbers every iteration and in both runs, so only the policy moves its "
+    "choices; the verdicts treat the iterations' rollouts as independent, which overstates the noise."
 )
 
 

@@ -66,7 +66,7 @@ def test_section_has_both_runs_per_harness_and_the_verdicts() -> None:
     assert text.startswith("## Learning through real harnesses\n")
     assert "Command: `cmd --harness codex`" in text and "### codex" in text and "setup sentence" in text
     assert "Real run (1234 s in all)" in text and "Shuffled-reward control (1300 s in all)" in text
-    assert "| iteration | pass rate | ± s.e. | rollouts | reward mean | trained tokens | wall s | prepare s |" in text
+    assert "| iteration | pass rate | ± s.e. | graded | reward mean | trained tokens | wall s | prepare s |" in text
     assert "| 5 | 0.750 | 0.112 | 16 | 0.750 | 905 | 140 | 2 | 8 | 100 | 1 | 20 | 3 | 6 |" in text
     assert "- codex: **PASS** pass rate rises clearly" in text
 
