@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-screenshots bench-learning bench-overhead bench-continuity bench-load gpu-smoke clean help
+.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -19,6 +19,7 @@ help:
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
 	@echo "make bench-screenshots  16 sessions sending 200 kB screenshots, direct vs the proxy; every image recorded (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
+	@echo "make bench-harness-learning  pass rate by iteration inside Claude Code and Codex, real vs shuffled rewards (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
 	@echo "make bench-load      256 sessions through one proxy for 10 minutes: no lost call, flat memory (docs/reliability.md)"
@@ -77,6 +78,10 @@ bench-screenshots: $(INSTALLED)
 
 bench-learning: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_learning.py
+
+# Real harness CLIs in every rollout: `harnesses` (honours OPENFORGE_HARNESS_HOME) is a no-op when they are there.
+bench-harness-learning: $(INSTALLED) harnesses
+	$(BIN)/python benchmarks/bench_harness_learning.py
 
 bench-overhead: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_overhead.py

@@ -25,6 +25,8 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, write_section
+from benchmarks.pipeline_runs import bench_config, config_summary, run_fresh
+from benchmarks.verdict import Verdict, compare
 from components.core.config import ExperimentConfig
 from components.core.metrics import read_metrics
 from components.core.storage import ArtifactStore, RunLayout, open_store
@@ -55,28 +57,6 @@ class IterationPoint:
         return statistics.stdev(self.rewards) / math.sqrt(len(self.rewards)) if len(self.rewards) > 1 else math.nan
 
 
-@dataclass(frozen=True)
-class Verdict:
-    first: float  # mean reward over the first `window` iterations' rollouts
-    last: float
-    gain: float
-    sigmas: float  # gain / standard error of the difference
-    window: int
-
-    @property
-    def clear(self) -> bool:
-        return self.gain >= CLEAR_GAIN and self.sigmas >= CLEAR_SIGMAS
-
-    def text(self) -> str:
-        mark = "PASS" if self.clear else "FAIL"
-        span = "iteration" if self.window == 1 else f"{self.window} iterations"
-        return (
-            f"**{mark}** mean reward rises clearly (last {span} vs first {span}: gain >= {CLEAR_GAIN:.2f} "
-            f"and >= {CLEAR_SIGMAS:.0f} standard errors): {self.first:.3f} -> {self.last:.3f}, "
-            f"gain {self.gain:+.3f} = {self.sigmas:.1f} standard errors"
-        )
-
-
 def read_curve(store: ArtifactStore, name: str, logged: dict[int, dict[str, float]]) -> list[IterationPoint]:
     """Each iteration's rewards (from the store) and iteration time (from the MLflow metrics)."""
     layout = RunLayout(name)
@@ -104,10 +84,7 @@ def judge(points: list[IterationPoint]) -> Verdict:
     window = max(1, round(len(points) / 4))
     first = [r for p in points[:window] for r in p.rewards]
     last = [r for p in points[-window:] for r in p.rewards]
-    gain = statistics.fmean(last) - statistics.fmean(first)
-    spread = math.sqrt(statistics.variance(first) / len(first) + statistics.variance(last) / len(last))
-    sigmas = gain / spread if spread > 0 else (math.inf if gain > 0 else 0.0)
-    return Verdict(statistics.fmean(first), statistics.fmean(last), gain, sigmas, window)
+    return compare(first, last, window, CLEAR_GAIN, CLEAR_SIGMAS)
 
 
 def table_markdown(points: list[IterationPoint]) -> list[str]:
@@ -148,13 +125,9 @@ def save_plot(points: list[IterationPoint], path: Path) -> None:
 
 
 def _setup_text(config: ExperimentConfig) -> str:
-    a, r, h = config.algorithm, config.rollout, config.harness
     return (
-        f"Config: `examples/learning.yaml`: tasks `{config.tasks.source}` (dense rewards), seed {config.seed}, "
-        f"{config.iterations} iterations, {r.samples_per_task} samples per task, concurrency {r.concurrency}, "
-        f"harness `{h.name}` with {h.max_turns} model call(s) of at most {h.max_tokens} tokens, GRPO "
-        f"learning rate {a.learning_rate:g}, {a.epochs} epoch(s), micro batch {a.micro_batch_size}, "
-        f"loss aggregation {a.loss_agg_mode}, the tiny random-init CPU model (dev engine)."
+        f"Config: `examples/learning.yaml`: {config_summary(config)}; dense rewards, the tiny random-init CPU "
+        "model (dev engine)."
     )
 
 
@@ -202,8 +175,6 @@ def section_markdown(command: str, date: str, machine: str, setup: str, points: 
 
 
 def run(config_path: Path, workdir: Path, doc: bool) -> int:
-    from benchmarks.pipeline_runs import bench_config, run_fresh
-
     os.chdir(REPO)  # the config's relative task folder resolves from the repository
     date, load_before = now_text(), os.getloadavg()
     config = bench_config(config_path, workdir)

@@ -60,3 +60,14 @@ def run_fresh(config: ExperimentConfig, root: Path, console: Console | None = No
     started = time.monotonic()
     logged = run_experiment(config, console=console, workdir=root)  # it adds executor/<name>/ itself
     return FinishedRun(config=config, root=root, logged=logged, wall_s=time.monotonic() - started)
+
+
+def config_summary(config: ExperimentConfig) -> str:
+    """What a benchmark's doc section says about the run: tasks, sizes, harness, GRPO settings."""
+    a, r, h = config.algorithm, config.rollout, config.harness
+    return (
+        f"tasks `{config.tasks.source}`, seed {config.seed}, {config.iterations} iterations, {r.samples_per_task} "
+        f"samples per task, concurrency {r.concurrency}, harness `{h.name}` with {h.max_turns} model call(s) of at "
+        f"most {h.max_tokens} tokens, GRPO learning rate {a.learning_rate:g}, {a.epochs} epoch(s), micro batch "
+        f"{a.micro_batch_size}, loss aggregation {a.loss_agg_mode}"
+    )

@@ -146,6 +146,13 @@ class AlgorithmConfig(_Section):
     max_response_tokens: int = Field(4096, gt=0, description="Rows with longer responses are truncated (counted).")
     epochs: int = Field(1, ge=1, description="Passes over the batch per iteration.")
     micro_batch_size: int = Field(8, ge=1)
+    shuffle_rewards: bool = Field(
+        False,
+        description="A control, for benchmarks: the train step learns from rewards permuted within each group "
+        "(seeded by `seed` and the iteration), so each group keeps its rewards but loses their link to what each "
+        "rollout did. A pipeline that learns anyway is learning from something other than the reward. Reported "
+        "rewards, pass rates and outcomes stay the verifier's; rewards.json keeps the true ones in `verifier_rewards`.",
+    )
 
 
 class StorageConfig(_Section):

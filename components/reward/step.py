@@ -14,6 +14,7 @@ from components.core.metrics import merge_metrics
 from components.core.outcome import Outcome, RewardRecord, RolloutStatus
 from components.core.storage import ArtifactStore, run_layout
 from components.core.trajectory import TrajectoryError, read_session
+from components.reward.control import control_rng, shuffle_within_groups
 from components.reward.scoring import Capture, inspect_capture, judged_attempt, score_outcomes
 from components.reward.stats import GroupStats, TaskStats, group_stats, reason_counts, score_metrics, task_stats
 
@@ -22,6 +23,9 @@ class ScoreReport(BaseModel):
     """The content of ``rewards.json``: the trainer reads ``records``; people read the rest."""
 
     records: list[RewardRecord]
+    # Set under the shuffled-reward control (algorithm.shuffle_rewards), whose records carry
+    # permuted rewards: the verifier's reward of every rollout, for whoever reads this file.
+    verifier_rewards: dict[str, float] | None = None
     unusable: dict[str, str]  # rollout id -> why training skips it
     unusable_reasons: dict[str, int] = {}  # reason code -> rollouts it made unusable (also metrics unusable/<code>)
     groups: list[GroupStats]
@@ -101,10 +105,18 @@ def score_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
     records, unusable = score_outcomes(outcomes, captures, iteration, codes)
     groups = group_stats(records)
     tasks = task_stats(outcomes, k=config.rollout.samples_per_task)
+    # Every statistic comes from the verifier's rewards, before the control touches them.
     metrics = score_metrics(records, outcomes, captures, groups, tasks, codes)
+    verifier_rewards = None
+    # An evaluation trains nothing: shuffling would only blur its per-rollout rewards.
+    if config.algorithm.shuffle_rewards and config.evaluation is None:
+        verifier_rewards = {r.rollout_id: r.reward for r in records}
+        records = shuffle_within_groups(records, control_rng(config.seed, iteration))
+        metrics["control/shuffled_rewards"] = 1.0
     report = ScoreReport(
-        records=records, unusable=unusable, unusable_reasons=reason_counts(codes), groups=groups, tasks=tasks, metrics=metrics
-    )
+        records=records, verifier_rewards=verifier_rewards, unusable=unusable, unusable_reasons=reason_counts(codes),
+        groups=groups, tasks=tasks, metrics=metrics,
+    )  # fmt: skip
     # rewards.json last: its presence is what marks the step done (pipelines/run.py).
     merge_metrics(store, layout.metrics(iteration), metrics)
     store.put_bytes(layout.rewards(iteration), report.model_dump_json(indent=2).encode())

@@ -128,3 +128,22 @@ def test_score_command_without_config_says_how_to_give_one():
     result = CliRunner().invoke(_openforge(), ["step", "score", "--iteration", "0"], env={"OPENFORGE_CONFIG_YAML": ""})
 
     assert result.exit_code != 0 and "OPENFORGE_CONFIG_YAML is not set" in result.output
+
+
+def test_shuffled_reward_control_changes_only_what_the_trainer_reads(run):
+    config, store, layout = run
+    true_report = score_iteration(config, 0, store)
+    control = config.model_copy(update={"algorithm": config.algorithm.model_copy(update={"shuffle_rewards": True})})
+
+    report = score_iteration(control, 0, store)
+
+    stored = json.loads(store.get_bytes(layout.rewards(0)))
+    trained = {r["rollout_id"]: r["reward"] for r in stored["records"]}
+    # Seed 0, iteration 0 swaps task a's two rewards (a group of two has one other order).
+    assert (trained["a-s0"], trained["a-s1"]) == (0.0, 1.0)
+    assert stored["verifier_rewards"] == {r.rollout_id: r.reward for r in true_report.records}
+    assert report.metrics.pop("control/shuffled_rewards") == 1.0
+    assert report.metrics == true_report.metrics  # reward/mean, pass@k, ... are the verifier's
+    assert report.tasks == true_report.tasks and report.groups == true_report.groups
+    assert json.loads(store.get_bytes(layout.outcome(0, "a-s0")))["passed"] is True
+    assert json.loads(store.get_bytes(layout.metrics(0)))["control/shuffled_rewards"] == 1.0

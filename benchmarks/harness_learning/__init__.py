@@ -1,0 +1,1 @@
+"""The harness learning benchmark's parts (benchmarks/bench_harness_learning.py)."""

@@ -1,0 +1,126 @@
+"""The harness learning benchmark's verdicts, tables and doc section."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchmarks.harness_learning.curve import OTHER, STEPS, HarnessIteration
+from benchmarks.verdict import Verdict, compare
+
+SECTION = "Learning through real harnesses"
+# A clear rise of the pass rate: the last WINDOW iterations beat the first WINDOW by at
+# least CLEAR_GAIN and CLEAR_SIGMAS standard errors of the difference. A pass rate moves
+# in steps of 1/rollouts, so the bar is higher than bench_learning's dense-reward one.
+CLEAR_GAIN = 0.15
+CLEAR_SIGMAS = 3.0
+WINDOW = 2
+
+
+def judge(points: Sequence[HarnessIteration]) -> Verdict:
+    """Pass rate of the last iterations vs the first ones (WINDOW each, fewer in a short run)."""
+    window = max(1, min(WINDOW, len(points) // 2))
+    first = [float(p) for point in points[:window] for p in point.passed]
+    last = [float(p) for point in points[-window:] for p in point.passed]
+    return compare(first, last, window, CLEAR_GAIN, CLEAR_SIGMAS, quantity="pass rate")
+
+
+@dataclass(frozen=True)
+class HarnessVerdict:
+    harness: str
+    real: Verdict
+    control: Verdict  # same rule, on the shuffled-reward run
+
+    @property
+    def ok(self) -> bool:
+        """The real run rises clearly and the control does not."""
+        return self.real.clear and not self.control.clear
+
+    def lines(self) -> list[str]:
+        control_mark = "FAIL" if self.control.clear else "PASS"
+        control_says = "rises clearly: the pipeline learns from something other than the reward" if self.control.clear \
+            else "does not rise clearly"  # fmt: skip
+        return [
+            f"{self.harness}: {self.real.text()}",
+            f"{self.harness}: **{control_mark}** the shuffled-reward control {control_says}: {self.control.figures()}",
+        ]
+
+
+def _number(value: float | None, digits: int) -> str:
+    return "-" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def table_markdown(points: Sequence[HarnessIteration]) -> list[str]:
+    head = ["iteration", "pass rate", "± s.e.", "graded", "reward mean", "trained tokens", "wall s",
+            *(f"{step} s" for step in STEPS), f"{OTHER} s"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for p in points:
+        cells = [
+            str(p.iteration), _number(p.pass_rate, 3), _number(p.stderr, 3), str(len(p.passed)),
+            _number(p.reward_mean, 3), _number(p.trained_tokens, 0), _number(p.wall_s, 0),
+            *(_number(p.step_s.get(step), 0) for step in (*STEPS, OTHER)),
+        ]  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+@dataclass(frozen=True)
+class HarnessRuns:
+    harness: str
+    setup: str  # one sentence: the config and what the benchmark set
+    real: list[HarnessIteration]
+    control: list[HarnessIteration]
+    wall_s: tuple[float, float]  # the real run's, the control's
+
+    def verdict(self) -> HarnessVerdict:
+        return HarnessVerdict(self.harness, judge(self.real), judge(self.control))
+
+
+_READING = (
+    "*pass rate* = share of the iteration's graded rollouts whose verifier passed (read from each "
+    "rollout's outcome, so the control's shuffled rewards never touch it); *± s.e.* its standard error; "
+    "*graded* = rollouts the pass rate counts (infrastructure failures left out); *reward mean* = `reward/mean`, the "
+    "verifier's; *trained tokens* = `batch/trained_tokens`, the sampled tokens the loss saw; *wall* = "
+    "`time/iteration_s`. The pipeline records no per-step durations, so the step columns are measured "
+    "from the executor's node events as the run's view received them: *serve start* = the engine's "
+    "start until it answered its readiness probe, *rollouts* = first rollout pod started to last one "
+    "ended, *other* = the rest of the wall time (between nodes: scheduling, MLflow, stopping the engine). "
+    "Seeded sampling seeds each call from the run's seed, the rollout id and the turn, not the iteration: "
+    "a rollout draws the same random numbers every iteration and in both runs, so only the policy moves its "
+    "choices; the verdicts treat the iterations' rollouts as independent, which overstates the noise."
+)
+
+
+def section_markdown(command: str, date: str, machine: str, runs: Sequence[HarnessRuns]) -> str:
+    lines = [
+        f"## {SECTION}",
+        "",
+        f"Command: `{command}` (the `bench-harness-learning` make target). Date: {date}. Machine: {machine}.",
+        "",
+        "Each harness's example config runs twice from the same seed, with seeded sampling: the real run, "
+        "and a control whose train step learns from rewards permuted within each group "
+        "(`algorithm.shuffle_rewards`, docs/trainer.md). The real run must raise the pass rate clearly; "
+        "the control must not, or the pipeline learns from something other than the reward.",
+        "",
+    ]
+    for harness_runs in runs:
+        real_s, control_s = harness_runs.wall_s
+        lines += [
+            f"### {harness_runs.harness}",
+            "",
+            harness_runs.setup,
+            "",
+            f"Real run ({real_s:.0f} s in all):",
+            "",
+            *table_markdown(harness_runs.real),
+            "",
+            f"Shuffled-reward control ({control_s:.0f} s in all):",
+            "",
+            *table_markdown(harness_runs.control),
+            "",
+            *(f"- {line}" for line in harness_runs.verdict().lines()),
+            "",
+        ]
+    lines.append(_READING)
+    return "\n".join(lines) + "\n"
