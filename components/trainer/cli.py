@@ -44,9 +44,9 @@ def build_command(
     """Turn recorded calls plus rewards into the veRL batch the trainer consumes."""
     import os
 
-    from components.core.config import CONFIG_ENV, AlgorithmConfig
+    from components.core.config import CONFIG_ENV
     from components.trainer.build import build_batch_file
 
-    algorithm = _config(config).algorithm if config is not None or os.environ.get(CONFIG_ENV) else AlgorithmConfig()
-    stats = build_batch_file(trajectories, rewards, out, algorithm, pad_token_id)
+    experiment = _config(config) if config is not None or os.environ.get(CONFIG_ENV) else None
+    stats = build_batch_file(trajectories, rewards, out, experiment, pad_token_id)
     typer.echo(f"wrote {out}: " + ", ".join(f"{k}={v}" for k, v in stats.model_dump().items()))
