@@ -24,10 +24,16 @@ def train_command(
 ) -> None:
     """Build the batch, run the GRPO update on CPU and commit checkpoint K+1."""
     from components.core.storage import open_store
+    from components.trainer.cpu_update import UpdateError
+    from components.trainer.rows import BatchError
     from components.trainer.step import train_iteration
 
     config = _config()
-    metrics = train_iteration(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
+    try:
+        metrics = train_iteration(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
+    except (UpdateError, BatchError) as exc:  # a stop with its reasons and fix, not a crash: no traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(", ".join(f"{name}={value:.4g}" for name, value in sorted(metrics.items())))
 
 

@@ -131,8 +131,11 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int) -> 
         raise UpdateError(
             f"algorithm.kl_coef={algorithm.kl_coef}: the CPU trainer has no reference policy yet; set it to 0"
         )
-    if len(data) == 0:
-        raise UpdateError("the batch has no rows (every group was skipped); there is nothing to update")
+    if len(data) == 0 or not int(data.batch["response_mask"].sum()):
+        raise UpdateError(
+            "the batch has no sampled token (batch/trained_tokens 0); there is nothing to update. The train step "
+            "names the reasons (skipped groups, dropped rows, unusable rollouts) before it gets here"
+        )
     temperature = float(data.meta_info["temperature"])
     if not math.isclose(temperature, algorithm.temperature, rel_tol=1e-6):
         raise UpdateError(

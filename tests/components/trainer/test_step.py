@@ -61,6 +61,7 @@ def test_train_writes_batch_metrics_and_commits_checkpoint_last(run):
     written = json.loads(store.get_bytes(layout.metrics(0)))
     assert written["reward/mean"] == 0.5  # the score step's keys survive
     assert written["batch/rows"] == 2 and written["batch/merge_continuations"] == 1
+    assert written["batch/trained_tokens"] == 7 and written["batch/empty_update"] == 0  # 2 + 3 + 2 sampled
     assert {"train/loss", "train/kl", "train/grad_norm"} <= set(written)
     assert metrics["train/loss"] == written["train/loss"]
 
@@ -148,16 +149,73 @@ def test_train_command_trains_from_the_config_in_the_environment(run, tmp_path):
     assert store.exists(layout.checkpoint_marker(1))
 
 
-def test_iteration_without_signal_commits_the_unchanged_model(run, tiny_model_dir):
-    config, store, layout = run
+def _equal_rewards(store, layout, reasons=None):
     rewards = json.loads(store.get_bytes(layout.rewards(0)))
     for record in rewards["records"]:
         record["reward"] = 1.0
+    if reasons:
+        rewards["unusable_reasons"] = reasons
     store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
+
+
+def test_iteration_without_signal_stops_with_the_counts_and_the_fix(run):
+    config, store, layout = run
+    _equal_rewards(store, layout, reasons={"infra_error": 1})
+
+    with pytest.raises(UpdateError) as caught:
+        train_iteration(config, 0, store)
+
+    message = str(caught.value)
+    assert "iteration 0: the batch has no sampled token to train on" in message
+    assert "1 group(s) skipped because every reward was equal (batch/skipped_groups)" in message
+    assert "unusable rollouts: infra_error x1" in message and "rollout.infra_retries" in message
+    assert "rollout.samples_per_task" in message and "algorithm.allow_empty_update: true" in message
+    assert not store.exists(layout.checkpoint_marker(1))
+
+
+def test_rows_all_too_long_name_the_limit_to_raise(run):
+    config, store, layout = run
+    config = config.model_copy(update={"algorithm": config.algorithm.model_copy(update={"max_prompt_tokens": 1})})
+
+    with pytest.raises(UpdateError) as caught:
+        train_iteration(config, 0, store)
+
+    message = str(caught.value)
+    assert "3 call(s) dropped as too long (prompt_too_long x3; batch/dropped_rows)" in message
+    assert "raise algorithm.max_prompt_tokens, or unset it to follow engine.max_model_len" in message
+
+
+def test_train_command_reports_a_stop_as_an_error_without_a_traceback(run):
+    import typer
+    import yaml
+    from typer.testing import CliRunner
+
+    from components.trainer.cli import train_command
+
+    config, store, layout = run
+    _equal_rewards(store, layout)
+    app = typer.Typer()
+    app.command("train")(train_command)
+    app.command("other")(lambda: None)  # two commands: typer keeps the subcommand name
+
+    result = CliRunner().invoke(
+        app, ["train", "--iteration", "0"], env={"OPENFORGE_CONFIG_YAML": yaml.safe_dump(config.model_dump(mode="json"))}
+    )
+
+    assert result.exit_code == 1 and "error: iteration 0: the batch has no sampled token" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_allowed_empty_update_commits_the_unchanged_model_and_says_so(run, tiny_model_dir, capsys):
+    config, store, layout = run
+    config = config.model_copy(update={"algorithm": config.algorithm.model_copy(update={"allow_empty_update": True})})
+    _equal_rewards(store, layout)
 
     metrics = train_iteration(config, 0, store)
 
     assert metrics["batch/rows"] == 0 and metrics["batch/skipped_groups"] == 1
+    assert metrics["batch/trained_tokens"] == 0 and metrics["batch/empty_update"] == 1
     assert not any(name.startswith("train/") for name in metrics)
     assert store.get_bytes(f"{layout.checkpoint(1)}/model.safetensors") == (tiny_model_dir / "model.safetensors").read_bytes()
     assert store.exists(layout.checkpoint_marker(1))
+    assert "iteration 0 trained nothing" in capsys.readouterr().err
