@@ -119,10 +119,48 @@ def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: flo
     return {**sums, "grad_norm": float(grad_norm)}
 
 
-def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int) -> dict[str, float]:
+def build_optimizer(model: Any, algorithm: AlgorithmConfig, state: dict | None = None) -> Any:
+    """veRL's AdamW for ``model``, resuming ``state`` (the previous iteration's) when given.
+
+    The saved state brings its own hyperparameters; the config's win, so a changed
+    learning rate applies from the next iteration on.
+    """
+    import torch
+
+    optim = actor_config(algorithm, 1).optim
+    hyper = {"lr": optim.lr, "betas": tuple(optim.betas), "weight_decay": optim.weight_decay}
+    optimizer = torch.optim.AdamW(model.parameters(), **hyper)
+    if state is not None:
+        _check_state_fits(state, list(model.parameters()))
+        optimizer.load_state_dict(state)
+        for group in optimizer.param_groups:
+            group.update(hyper)
+    return optimizer
+
+
+def _check_state_fits(state: dict, params: list[Any]) -> None:
+    # load_state_dict checks parameter counts but not shapes; a mismatch would fail mid-step.
+    moments = state.get("state", {})
+    for index, param in enumerate(params):
+        saved = moments.get(index, {}).get("exp_avg")
+        if saved is not None and tuple(saved.shape) != tuple(param.shape):
+            raise UpdateError(
+                f"the saved optimizer state does not fit the model (parameter {index}: {tuple(saved.shape)} vs "
+                f"{tuple(param.shape)}); delete optimizer.pt from the parent checkpoint to start a fresh AdamW"
+            )
+    if sum(len(g["params"]) for g in state.get("param_groups", [])) != len(params):
+        raise UpdateError(
+            "the saved optimizer state covers a different number of parameters than the model; delete "
+            "optimizer.pt from the parent checkpoint to start a fresh AdamW"
+        )
+
+
+def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int, optimizer: Any = None) -> dict[str, float]:
     """Update ``model`` in place on the DataProto ``data``; returns the train/* metrics.
 
-    Deterministic for a given seed, model and batch: no dropout, no shuffling, fixed
+    ``optimizer`` (``build_optimizer``) carries AdamW's moments across iterations, as
+    veRL's checkpoints do; without it the update starts a fresh AdamW. Deterministic for a
+    given seed, model, batch and optimizer state: no dropout, no shuffling, fixed
     micro-batch order.
     """
     import torch
@@ -146,9 +184,8 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int) -> 
     batch = data.batch
     config = actor_config(algorithm, len(data))
     config.global_batch_info.update(_global_batch_info(batch["response_mask"]))
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.optim.lr, betas=tuple(config.optim.betas), weight_decay=config.optim.weight_decay
-    )
+    if optimizer is None:
+        optimizer = build_optimizer(model, algorithm)
     model.train()
     epochs = [_epoch(model, optimizer, batch, config, temperature, algorithm.micro_batch_size) for _ in range(algorithm.epochs)]
     model.eval()

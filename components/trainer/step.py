@@ -13,8 +13,8 @@ from components.core.metrics import merge_metrics, read_metrics
 from components.core.storage import ArtifactStore, RunLayout
 from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
 from components.trainer.batch import build_batch
-from components.trainer.checkpoint import save_checkpoint
-from components.trainer.cpu_update import cpu_update
+from components.trainer.checkpoint import load_optimizer_state, save_checkpoint
+from components.trainer.cpu_update import build_optimizer, cpu_update
 from components.trainer.guards import check_trainable, check_usable
 from components.trainer.inputs import parse_rewards, store_trajectories
 
@@ -70,8 +70,9 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
             metrics.update(trained)
         else:
             model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)
-            metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed))
-            next_dir = save_checkpoint(model, work / "base", work / "next", info)
+            optimizer = build_optimizer(model, config.algorithm, load_optimizer_state(work / "base"))
+            metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed, optimizer=optimizer))
+            next_dir = save_checkpoint(model, work / "base", work / "next", info, optimizer)
         # Metrics before the marker: a committed checkpoint always has its metrics.
         merge_metrics(store, layout.metrics(iteration), metrics)
         commit_checkpoint(store, layout, version, next_dir)

@@ -47,6 +47,13 @@ def run(tmp_path, tiny_model_dir, two_turn_group):
     return config, store, layout
 
 
+def _copy_iteration(store, layout, calls, source, target):
+    keys = {layout.rewards(source): layout.rewards(target)}
+    keys |= {layout.trajectory(source, r): layout.trajectory(target, r) for r in calls}
+    for key, copy in keys.items():
+        store.put_bytes(copy, store.get_bytes(key))
+
+
 def test_train_writes_batch_metrics_and_commits_checkpoint_last(run):
     config, store, layout = run
 
@@ -111,10 +118,7 @@ def test_usable_share_stop_names_the_reasons_and_their_fixes(run):
 def test_next_iteration_trains_from_the_checkpoint_the_previous_one_committed(run, two_turn_group):
     config, store, layout = run
     train_iteration(config, 0, store)
-    calls, _ = two_turn_group
-    copies = {layout.rewards(0): layout.rewards(1)} | {layout.trajectory(0, r): layout.trajectory(1, r) for r in calls}
-    for source, target in copies.items():
-        store.put_bytes(target, store.get_bytes(source))
+    _copy_iteration(store, layout, two_turn_group[0], 0, 1)
 
     train_iteration(config, 1, store)
 
@@ -219,3 +223,53 @@ def test_allowed_empty_update_commits_the_unchanged_model_and_says_so(run, tiny_
     assert store.get_bytes(f"{layout.checkpoint(1)}/model.safetensors") == (tiny_model_dir / "model.safetensors").read_bytes()
     assert store.exists(layout.checkpoint_marker(1))
     assert "iteration 0 trained nothing" in capsys.readouterr().err
+
+
+def test_adamw_state_is_saved_with_the_checkpoint_and_resumed_by_the_next_update(run, two_turn_group, monkeypatch, tmp_path):
+    import torch
+
+    import components.trainer.step as step
+
+    config, store, layout = run
+    seen = []  # the optimizer state each update starts from
+
+    def recording_update(model, data, algorithm, seed, optimizer):
+        seen.append({i: {k: v.clone() for k, v in s.items()} for i, s in optimizer.state_dict()["state"].items()})
+        return real_update(model, data, algorithm, seed=seed, optimizer=optimizer)
+
+    real_update = step.cpu_update
+    monkeypatch.setattr(step, "cpu_update", recording_update)
+    train_iteration(config, 0, store)
+    (tmp_path / "optimizer.pt").write_bytes(store.get_bytes(f"{layout.checkpoint(1)}/optimizer.pt"))
+    saved = torch.load(tmp_path / "optimizer.pt", weights_only=True)
+    _copy_iteration(store, layout, two_turn_group[0], 0, 1)
+
+    train_iteration(config, 1, store)
+
+    assert seen[0] == {}  # checkpoint 0 has no optimizer.pt: a fresh AdamW
+    assert saved["state"] and set(seen[1]) == set(saved["state"])
+    for index, moments in saved["state"].items():
+        assert torch.equal(seen[1][index]["exp_avg"], moments["exp_avg"])
+        assert torch.equal(seen[1][index]["exp_avg_sq"], moments["exp_avg_sq"])
+        assert int(seen[1][index]["step"]) == 1
+    assert store.exists(f"{layout.checkpoint(2)}/optimizer.pt")
+
+
+def test_a_resumed_optimizer_takes_its_hyperparameters_from_the_config(tiny_model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from components.core.config import AlgorithmConfig
+    from components.trainer.cpu_update import UpdateError as Refused, build_optimizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    first = build_optimizer(model, AlgorithmConfig(learning_rate=1e-3))
+    model(input_ids=torch.tensor([[1, 2, 3]]), labels=torch.tensor([[1, 2, 3]])).loss.backward()
+    first.step()
+
+    resumed = build_optimizer(model, AlgorithmConfig(learning_rate=5e-4), first.state_dict())
+
+    assert resumed.param_groups[0]["lr"] == 5e-4 and len(resumed.state) == len(first.state)
+    other = torch.nn.Linear(3, 2)
+    with pytest.raises(Refused, match="delete optimizer.pt"):
+        build_optimizer(other, AlgorithmConfig(), first.state_dict())
