@@ -45,17 +45,46 @@ def response_log_probs(model: Any, micro: Any, temperature: float) -> tuple[Any,
     """(log-prob, entropy) of each response token under ``model``, shape (rows, response width)."""
     from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
 
-    prompt_width = micro["prompts"].shape[1]
     response_width = micro["responses"].shape[1]
+    # The logit at position t predicts token t+1: responses start after the last prompt token,
+    # so the last R+1 positions less the final one. Only those are projected to the vocabulary:
+    # on a 22k-token agent row the prompt's logits would be most of the update's memory.
     logits = model(
         input_ids=micro["input_ids"],
         attention_mask=micro["attention_mask"],
         position_ids=micro["position_ids"],
         use_cache=False,
+        logits_to_keep=response_width + 1,
     ).logits
-    # The logit at position t predicts token t+1: responses start after the last prompt token.
-    logits = logits[:, prompt_width - 1 : prompt_width - 1 + response_width, :] / temperature
+    logits = logits[:, :response_width, :] / temperature
     return logprobs_from_logits(logits, micro["responses"]), entropy_from_logits(logits)
+
+
+def micro_batches(batch: Any, micro_size: int, max_tokens: int) -> list[dict[str, Any]]:
+    """Consecutive rows of ``batch`` in groups of at most ``micro_size`` rows and ``max_tokens``
+    padded tokens (rows x the group's own widths), each trimmed of the padding only other
+    rows needed; a row longer than ``max_tokens`` goes alone."""
+    prompt_width = batch["prompts"].shape[1]
+    lengths = list(zip(batch["attention_mask"][:, :prompt_width].sum(1).tolist(), batch["attention_mask"][:, prompt_width:].sum(1).tolist()))
+    groups, start = [], 0
+    for end in range(1, len(lengths) + 1):
+        rows = lengths[start:end]
+        padded = len(rows) * (max(p for p, _ in rows) + max(r for _, r in rows))
+        if end - start > 1 and (end - start > micro_size or padded > max_tokens):
+            groups.append((start, end - 1))
+            start = end - 1
+    groups.append((start, len(lengths)))
+    return [_trimmed(batch, a, b, lengths[a:b], prompt_width) for a, b in groups if b > a]
+
+
+def _trimmed(batch: Any, start: int, end: int, lengths: list[tuple[int, int]], prompt_width: int) -> dict[str, Any]:
+    prompt, response = max(p for p, _ in lengths), max(r for _, r in lengths)
+    columns = slice(prompt_width - prompt, prompt_width + response)  # prompts left-, responses right-padded
+    micro = {key: batch[key][start:end, columns] for key in ("input_ids", "attention_mask", "position_ids")}
+    micro["prompts"] = batch["prompts"][start:end, prompt_width - prompt :]
+    for key in ("responses", "response_mask", "rollout_log_probs", "advantages"):
+        micro[key] = batch[key][start:end, :response]
+    return micro
 
 
 def policy_loss(log_prob: Any, entropy: Any, micro: Any, config: Any) -> tuple[Any, dict[str, float]]:
@@ -95,13 +124,13 @@ def _global_batch_info(response_mask: Any) -> dict[str, Any]:
     }
 
 
-def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: float, micro_size: int) -> dict[str, float]:
+def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: float, micros: list[dict]) -> dict[str, float]:
     import torch
 
     optimizer.zero_grad(set_to_none=True)
     total_tokens = int(batch["response_mask"].sum())
     sums = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0}
-    for micro in batch.split(micro_size):
+    for micro in micros:
         log_prob, entropy = response_log_probs(model, micro, temperature)
         loss, metrics = policy_loss(log_prob, entropy, micro, config)
         loss.backward()
@@ -187,6 +216,7 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int, opt
     if optimizer is None:
         optimizer = build_optimizer(model, algorithm)
     model.train()
-    epochs = [_epoch(model, optimizer, batch, config, temperature, algorithm.micro_batch_size) for _ in range(algorithm.epochs)]
+    micros = micro_batches(batch, algorithm.micro_batch_size, algorithm.micro_batch_tokens)
+    epochs = [_epoch(model, optimizer, batch, config, temperature, micros) for _ in range(algorithm.epochs)]
     model.eval()
     return {f"train/{name}": sum(e[name] for e in epochs) / len(epochs) for name in epochs[0]}
