@@ -128,13 +128,13 @@ class RunView:
 
 
 def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: int, times: Mapping[int, float]) -> Table:
-    """One row per iteration: reward, pass@1/pass@k, rollouts ok/failed, loss and wall time."""
+    """One row per iteration: reward, pass@1/pass@k, rollouts ok/failed, trained tokens, loss and wall time."""
     pass_k = next(
         (mlflow_metric_name(n) for n in ("pass@k", f"pass@{samples_per_task}") if any(mlflow_metric_name(n) in v for v in logged.values())),
         mlflow_metric_name("pass@k"),
     )
     table = Table(title="Iterations")
-    for column in ("iteration", "reward mean", "pass@1", f"pass@{samples_per_task}", "rollouts ok", "failed", "loss", "time"):
+    for column in ("iteration", "reward mean", "pass@1", f"pass@{samples_per_task}", "rollouts ok", "failed", "trained tokens", "loss", "time"):
         table.add_column(column, justify="right")
     failed_keys = [mlflow_metric_name(f"rollouts/{s.value}") for s in RolloutStatus if s is not RolloutStatus.OK]
     for iteration, values in logged.items():
@@ -150,6 +150,7 @@ def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: i
             show(pass_k),
             show(mlflow_metric_name(f"rollouts/{RolloutStatus.OK.value}"), "{:.0f}"),
             f"{failed:.0f}",
+            show("batch/trained_tokens", "{:,.0f}"),  # 0: the iteration trained nothing (allow_empty_update)
             show("train/loss", "{:.3g}"),  # GRPO losses are often tiny: keep their magnitude
             f"{seconds:.0f}s" if seconds is not None else "-",
         )

@@ -119,7 +119,7 @@ def recorded_batch(config: Any, *, tasks: int, prompt_tokens: int, turn_tokens: 
                     reward=float(sample % 2), usable=True, status=RolloutStatus.OK,
                 )  # fmt: skip
             )
-    data, _ = build_batch(calls, records, config.algorithm, pad_token_id=0)
+    data, _ = build_batch(calls, records, config.algorithm, pad_token_id=0, max_model_len=config.engine.max_model_len)
     return data
 
 

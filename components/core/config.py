@@ -142,10 +142,27 @@ class AlgorithmConfig(_Section):
     kl_coef: float = Field(0.0, ge=0, description="KL penalty against the reference policy (0: off, the GRPO default here).")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = "token-mean"
     norm_adv_by_std: bool = Field(True, description="GRPO: divide advantages by the group's std.")
-    max_prompt_tokens: int = Field(8192, gt=0, description="Rows with longer prompts are dropped (counted).")
-    max_response_tokens: int = Field(4096, gt=0, description="Rows with longer responses are truncated (counted).")
+    max_prompt_tokens: int | None = Field(
+        None,
+        gt=0,
+        description="Longest prompt of a training row (the prompt of the call that starts it); a call whose prompt "
+        "is longer is dropped (batch/dropped_rows). Unset: engine.max_model_len, so every call the engine served fits.",
+    )
+    max_response_tokens: int | None = Field(
+        None,
+        gt=0,
+        description="Longest response of a training row (completions and the context between them); a longer row "
+        "is split at call boundaries into rows of the same rollout (batch/split_rows), and a single completion "
+        "longer than this is dropped. Unset: engine.max_model_len.",
+    )
     epochs: int = Field(1, ge=1, description="Passes over the batch per iteration.")
-    micro_batch_size: int = Field(8, ge=1)
+    micro_batch_size: int = Field(8, ge=1, description="Rows per forward/backward pass (also capped by micro_batch_tokens).")
+    micro_batch_tokens: int = Field(
+        32768,
+        gt=0,
+        description="CPU trainer: most padded tokens (rows x widest row) in one micro-batch; a longer row goes alone. "
+        "Bounds the update's memory on long agent rows (docs/trainer.md, 'Memory').",
+    )
     shuffle_rewards: bool = Field(
         False,
         description="A control, for benchmarks: the train step learns from rewards permuted within each group "
@@ -153,6 +170,20 @@ class AlgorithmConfig(_Section):
         "rollout did. A pipeline that learns anyway is learning from something other than the reward. Reported "
         "rewards, pass rates and outcomes stay the verifier's; rewards.json keeps the true ones in `verifier_rewards`.",
     )
+    allow_empty_update: bool = Field(
+        False,
+        description="Commit the unchanged checkpoint when the batch has no sampled token to train on (every group's "
+        "rewards equal, every row dropped or every rollout unusable). Off: such a train step fails with the counts "
+        "per reason, because an iteration that silently trains nothing looks like one that learned nothing.",
+    )
+
+    def row_limits(self, max_model_len: int) -> tuple[int, int]:
+        """(max prompt, max response) tokens of a row; an unset limit is the engine's context length.
+
+        A row never outgrows one call's context (a continuation's prompt holds the whole row
+        so far), so limits of max_model_len keep every call the engine served.
+        """
+        return self.max_prompt_tokens or max_model_len, self.max_response_tokens or max_model_len
 
 
 class StorageConfig(_Section):
@@ -242,6 +273,20 @@ class ExperimentConfig(_Section):
         # Fails at load time, not at compile time, when an image cannot be derived (a digest).
         self.cluster.train_image(self.trainer.backend)
         self.cluster.harness_image(self.harness.name)
+        return self
+
+    @model_validator(mode="after")
+    def _row_limits_fit_the_engine(self) -> "ExperimentConfig":
+        # A limit above the context length never binds: it would promise rows the engine cannot serve.
+        context = self.engine.max_model_len
+        for name in ("max_prompt_tokens", "max_response_tokens"):
+            value = getattr(self.algorithm, name)
+            if value is not None and value > context:
+                raise ValueError(
+                    f"algorithm.{name} {value} exceeds engine.max_model_len {context}: no call the engine serves "
+                    f"is that long. Remove algorithm.{name} (it then follows engine.max_model_len) or raise "
+                    "engine.max_model_len"
+                )
         return self
 
     @model_validator(mode="after")

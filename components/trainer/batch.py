@@ -15,11 +15,14 @@ from typing import Mapping, Sequence
 
 from pydantic import BaseModel
 
-from components.core.config import AlgorithmConfig
+from components.core.config import AlgorithmConfig, EngineConfig
 from components.core.outcome import RewardRecord
 from components.core.trajectory import RecordedCall
 from components.trainer.capture_check import MISMATCH, Decode, flag_mismatches
-from components.trainer.rows import BatchError, Row, fit_row, merge_calls
+from components.trainer.rows import BatchError, Row, merge_calls, split_row
+
+
+_DEFAULT_CONTEXT = EngineConfig.model_fields["max_model_len"].default
 
 
 class BatchStats(BaseModel):
@@ -30,8 +33,10 @@ class BatchStats(BaseModel):
     merge_continuations: int = 0
     merge_breaks: int = 0
     superseded_calls: int = 0
-    dropped_rows: int = 0  # prompt longer than algorithm.max_prompt_tokens
-    truncated_rows: int = 0  # response cut to algorithm.max_response_tokens
+    dropped_rows: int = 0  # calls that alone exceed the row limits (rows.split_row)
+    dropped: dict[str, int] = {}  # dropped_rows by reason (rows.PROMPT_TOO_LONG, COMPLETION_TOO_LONG)
+    split_rows: int = 0  # rows added by splitting merged rows longer than the limits
+    trained_tokens: int = 0  # sampled (response_mask 1) tokens in the batch: what the update trains on
     skipped_groups: int = 0  # all usable rewards equal: no signal
     no_baseline_groups: int = 0  # one usable rollout left of several: no GRPO baseline, masked whole
     unusable_rollouts: int = 0
@@ -47,7 +52,9 @@ class BatchStats(BaseModel):
             "batch/merge_breaks": float(self.merge_breaks),
             "batch/merge_continuations": float(self.merge_continuations),
             "batch/dropped_rows": float(self.dropped_rows),
-            "batch/truncated_rows": float(self.truncated_rows),
+            **{f"batch/dropped/{reason}": float(n) for reason, n in sorted(self.dropped.items())},
+            "batch/split_rows": float(self.split_rows),
+            "batch/trained_tokens": float(self.trained_tokens),
             "batch/skipped_groups": float(self.skipped_groups),
             "batch/no_baseline_groups": float(self.no_baseline_groups),
             "batch/unusable_rollouts": float(self.unusable_rollouts),
@@ -105,6 +112,7 @@ def _collect_rows(
     calls_by_rollout: Mapping[str, Sequence[RecordedCall]],
     records: Sequence[RewardRecord],
     algorithm: AlgorithmConfig,
+    limits: tuple[int, int],
     stats: BatchStats,
 ) -> list[Row]:
     rows = []
@@ -120,11 +128,12 @@ def _collect_rows(
         stats.merge_breaks += counts.breaks
         stats.superseded_calls += counts.superseded
         for row in merged:
-            fitted, truncated = fit_row(row, algorithm.max_prompt_tokens, algorithm.max_response_tokens)
-            stats.dropped_rows += fitted is None
-            stats.truncated_rows += truncated
-            if fitted is not None:
-                rows.append(fitted)
+            pieces, split = split_row(row, *limits)
+            stats.split_rows += split.splits
+            for reason, count in split.dropped.items():
+                stats.dropped[reason] = stats.dropped.get(reason, 0) + count
+                stats.dropped_rows += count
+            rows.extend(pieces)
     return rows
 
 
@@ -163,7 +172,7 @@ def _to_dataproto(
     prompt_present = _pad([[1] * len(r.prompt) for r in rows], prompt_width, 0, left=True, dtype=torch.long)
     response_present = _pad([[1] * len(r.response) for r in rows], response_width, 0, left=False, dtype=torch.long)
     attention_mask = torch.cat([prompt_present, response_present], dim=1)
-    # The reward sits on each row's last response token, which fit_row keeps a sampled one.
+    # The reward sits on each row's last response token, which split_row keeps a sampled one.
     scores = torch.zeros((len(rows), response_width), dtype=torch.float32)
     for i, row in enumerate(rows):
         scores[i, len(row.response) - 1] = records[row.rollout_id].reward
@@ -196,6 +205,7 @@ def build_batch(
     algorithm: AlgorithmConfig,
     pad_token_id: int = 0,
     decode: Decode | None = None,
+    max_model_len: int = _DEFAULT_CONTEXT,
 ) -> tuple[object, BatchStats]:
     """The veRL DataProto of one iteration and its stats; zero rows when no group has signal.
 
@@ -203,6 +213,7 @@ def build_batch(
     of groups whose rewards differ need to be present. With ``decode`` (the policy's
     tokenizer), rollouts whose token ids do not decode to their text are left out
     (capture_check.py); without it that check is skipped (token_text_checked stays 0).
+    ``max_model_len`` (engine.max_model_len) stands in for unset row limits.
     """
     stats = BatchStats()
     if decode is not None:
@@ -212,7 +223,8 @@ def build_batch(
     trained = _groups_with_signal(records, stats)
     stats.rollouts = len(trained)
     advantages = rollout_advantages(trained, algorithm.norm_adv_by_std)
-    rows = _collect_rows(calls_by_rollout, trained, algorithm, stats)
+    rows = _collect_rows(calls_by_rollout, trained, algorithm, algorithm.row_limits(max_model_len), stats)
     stats.rows = len(rows)
+    stats.trained_tokens = sum(row.sampled_tokens() for row in rows)
     data = _to_dataproto(rows, {r.rollout_id: r for r in trained}, advantages, algorithm.temperature, pad_token_id, stats)
     return data, stats

@@ -9,9 +9,15 @@ from typing import Any
 
 from components.core.checkpoints import CHECKPOINT_INFO, write_checkpoint_info
 
-# Files save_pretrained rewrites, or that belong to one version only; everything else
-# (tokenizer, chat template) is carried over byte for byte so every version tokenises alike.
-_NOT_INHERITED = re.compile(r"(\.safetensors|\.bin|\.index\.json|^config\.json|^generation_config\.json)$")
+# The CPU trainer's AdamW state beside the weights (veRL's FSDP checkpoints keep theirs too):
+# the next iteration resumes it. HF readers and vLLM load the safetensors and ignore it.
+OPTIMIZER_FILE = "optimizer.pt"
+# Files save_pretrained rewrites, or that belong to one version only (the optimizer state
+# matches its own weights); everything else (tokenizer, chat template) is carried over
+# byte for byte so every version tokenises alike.
+_NOT_INHERITED = re.compile(
+    r"(\.safetensors|\.bin|\.index\.json|^config\.json|^generation_config\.json|^" + re.escape(OPTIMIZER_FILE) + ")$"
+)
 
 
 def is_inherited(name: str) -> bool:
@@ -27,9 +33,22 @@ def inherit_files(parent: Path, out: Path) -> None:
             shutil.copy2(path, out / path.name)
 
 
-def save_checkpoint(model: Any, parent: Path, out: Path, info: dict[str, Any]) -> Path:
-    """Write ``model`` as a HuggingFace folder, inheriting the parent's tokenizer files."""
+def save_checkpoint(model: Any, parent: Path, out: Path, info: dict[str, Any], optimizer: Any = None) -> Path:
+    """Write ``model`` as a HuggingFace folder, inheriting the parent's tokenizer files,
+    and ``optimizer``'s state as ``optimizer.pt`` when given."""
+    import torch
+
     inherit_files(parent, out)
     model.save_pretrained(out, safe_serialization=True)
+    if optimizer is not None:
+        torch.save(optimizer.state_dict(), out / OPTIMIZER_FILE)
     write_checkpoint_info(out, info)
     return out
+
+
+def load_optimizer_state(checkpoint: Path) -> dict | None:
+    """The optimizer state saved with ``checkpoint``; None (a fresh AdamW) when it has none."""
+    import torch
+
+    path = checkpoint / OPTIMIZER_FILE
+    return torch.load(path, map_location="cpu", weights_only=True) if path.is_file() else None

@@ -24,10 +24,16 @@ def train_command(
 ) -> None:
     """Build the batch, run the GRPO update on CPU and commit checkpoint K+1."""
     from components.core.storage import open_store
+    from components.trainer.cpu_update import UpdateError
+    from components.trainer.rows import BatchError
     from components.trainer.step import train_iteration
 
     config = _config()
-    metrics = train_iteration(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
+    try:
+        metrics = train_iteration(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
+    except (UpdateError, BatchError) as exc:  # a stop with its reasons and fix, not a crash: no traceback
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
     typer.echo(", ".join(f"{name}={value:.4g}" for name, value in sorted(metrics.items())))
 
 
@@ -44,9 +50,9 @@ def build_command(
     """Turn recorded calls plus rewards into the veRL batch the trainer consumes."""
     import os
 
-    from components.core.config import CONFIG_ENV, AlgorithmConfig
+    from components.core.config import CONFIG_ENV
     from components.trainer.build import build_batch_file
 
-    algorithm = _config(config).algorithm if config is not None or os.environ.get(CONFIG_ENV) else AlgorithmConfig()
-    stats = build_batch_file(trajectories, rewards, out, algorithm, pad_token_id)
+    experiment = _config(config) if config is not None or os.environ.get(CONFIG_ENV) else None
+    stats = build_batch_file(trajectories, rewards, out, experiment, pad_token_id)
     typer.echo(f"wrote {out}: " + ", ".join(f"{k}={v}" for k, v in stats.model_dump().items()))

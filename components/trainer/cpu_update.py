@@ -45,17 +45,46 @@ def response_log_probs(model: Any, micro: Any, temperature: float) -> tuple[Any,
     """(log-prob, entropy) of each response token under ``model``, shape (rows, response width)."""
     from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
 
-    prompt_width = micro["prompts"].shape[1]
     response_width = micro["responses"].shape[1]
+    # The logit at position t predicts token t+1: responses start after the last prompt token,
+    # so the last R+1 positions less the final one. Only those are projected to the vocabulary:
+    # on a 22k-token agent row the prompt's logits would be most of the update's memory.
     logits = model(
         input_ids=micro["input_ids"],
         attention_mask=micro["attention_mask"],
         position_ids=micro["position_ids"],
         use_cache=False,
+        logits_to_keep=response_width + 1,
     ).logits
-    # The logit at position t predicts token t+1: responses start after the last prompt token.
-    logits = logits[:, prompt_width - 1 : prompt_width - 1 + response_width, :] / temperature
+    logits = logits[:, :response_width, :] / temperature
     return logprobs_from_logits(logits, micro["responses"]), entropy_from_logits(logits)
+
+
+def micro_batches(batch: Any, micro_size: int, max_tokens: int) -> list[dict[str, Any]]:
+    """Consecutive rows of ``batch`` in groups of at most ``micro_size`` rows and ``max_tokens``
+    padded tokens (rows x the group's own widths), each trimmed of the padding only other
+    rows needed; a row longer than ``max_tokens`` goes alone."""
+    prompt_width = batch["prompts"].shape[1]
+    lengths = list(zip(batch["attention_mask"][:, :prompt_width].sum(1).tolist(), batch["attention_mask"][:, prompt_width:].sum(1).tolist()))
+    groups, start = [], 0
+    for end in range(1, len(lengths) + 1):
+        rows = lengths[start:end]
+        padded = len(rows) * (max(p for p, _ in rows) + max(r for _, r in rows))
+        if end - start > 1 and (end - start > micro_size or padded > max_tokens):
+            groups.append((start, end - 1))
+            start = end - 1
+    groups.append((start, len(lengths)))
+    return [_trimmed(batch, a, b, lengths[a:b], prompt_width) for a, b in groups if b > a]
+
+
+def _trimmed(batch: Any, start: int, end: int, lengths: list[tuple[int, int]], prompt_width: int) -> dict[str, Any]:
+    prompt, response = max(p for p, _ in lengths), max(r for _, r in lengths)
+    columns = slice(prompt_width - prompt, prompt_width + response)  # prompts left-, responses right-padded
+    micro = {key: batch[key][start:end, columns] for key in ("input_ids", "attention_mask", "position_ids")}
+    micro["prompts"] = batch["prompts"][start:end, prompt_width - prompt :]
+    for key in ("responses", "response_mask", "rollout_log_probs", "advantages"):
+        micro[key] = batch[key][start:end, :response]
+    return micro
 
 
 def policy_loss(log_prob: Any, entropy: Any, micro: Any, config: Any) -> tuple[Any, dict[str, float]]:
@@ -95,13 +124,13 @@ def _global_batch_info(response_mask: Any) -> dict[str, Any]:
     }
 
 
-def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: float, micro_size: int) -> dict[str, float]:
+def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: float, micros: list[dict]) -> dict[str, float]:
     import torch
 
     optimizer.zero_grad(set_to_none=True)
     total_tokens = int(batch["response_mask"].sum())
     sums = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0}
-    for micro in batch.split(micro_size):
+    for micro in micros:
         log_prob, entropy = response_log_probs(model, micro, temperature)
         loss, metrics = policy_loss(log_prob, entropy, micro, config)
         loss.backward()
@@ -119,10 +148,48 @@ def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: flo
     return {**sums, "grad_norm": float(grad_norm)}
 
 
-def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int) -> dict[str, float]:
+def build_optimizer(model: Any, algorithm: AlgorithmConfig, state: dict | None = None) -> Any:
+    """veRL's AdamW for ``model``, resuming ``state`` (the previous iteration's) when given.
+
+    The saved state brings its own hyperparameters; the config's win, so a changed
+    learning rate applies from the next iteration on.
+    """
+    import torch
+
+    optim = actor_config(algorithm, 1).optim
+    hyper = {"lr": optim.lr, "betas": tuple(optim.betas), "weight_decay": optim.weight_decay}
+    optimizer = torch.optim.AdamW(model.parameters(), **hyper)
+    if state is not None:
+        _check_state_fits(state, list(model.parameters()))
+        optimizer.load_state_dict(state)
+        for group in optimizer.param_groups:
+            group.update(hyper)
+    return optimizer
+
+
+def _check_state_fits(state: dict, params: list[Any]) -> None:
+    # load_state_dict checks parameter counts but not shapes; a mismatch would fail mid-step.
+    moments = state.get("state", {})
+    for index, param in enumerate(params):
+        saved = moments.get(index, {}).get("exp_avg")
+        if saved is not None and tuple(saved.shape) != tuple(param.shape):
+            raise UpdateError(
+                f"the saved optimizer state does not fit the model (parameter {index}: {tuple(saved.shape)} vs "
+                f"{tuple(param.shape)}); delete optimizer.pt from the parent checkpoint to start a fresh AdamW"
+            )
+    if sum(len(g["params"]) for g in state.get("param_groups", [])) != len(params):
+        raise UpdateError(
+            "the saved optimizer state covers a different number of parameters than the model; delete "
+            "optimizer.pt from the parent checkpoint to start a fresh AdamW"
+        )
+
+
+def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int, optimizer: Any = None) -> dict[str, float]:
     """Update ``model`` in place on the DataProto ``data``; returns the train/* metrics.
 
-    Deterministic for a given seed, model and batch: no dropout, no shuffling, fixed
+    ``optimizer`` (``build_optimizer``) carries AdamW's moments across iterations, as
+    veRL's checkpoints do; without it the update starts a fresh AdamW. Deterministic for a
+    given seed, model, batch and optimizer state: no dropout, no shuffling, fixed
     micro-batch order.
     """
     import torch
@@ -131,8 +198,11 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int) -> 
         raise UpdateError(
             f"algorithm.kl_coef={algorithm.kl_coef}: the CPU trainer has no reference policy yet; set it to 0"
         )
-    if len(data) == 0:
-        raise UpdateError("the batch has no rows (every group was skipped); there is nothing to update")
+    if len(data) == 0 or not int(data.batch["response_mask"].sum()):
+        raise UpdateError(
+            "the batch has no sampled token (batch/trained_tokens 0); there is nothing to update. The train step "
+            "names the reasons (skipped groups, dropped rows, unusable rollouts) before it gets here"
+        )
     temperature = float(data.meta_info["temperature"])
     if not math.isclose(temperature, algorithm.temperature, rel_tol=1e-6):
         raise UpdateError(
@@ -143,10 +213,10 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int) -> 
     batch = data.batch
     config = actor_config(algorithm, len(data))
     config.global_batch_info.update(_global_batch_info(batch["response_mask"]))
-    optimizer = torch.optim.AdamW(
-        model.parameters(), lr=config.optim.lr, betas=tuple(config.optim.betas), weight_decay=config.optim.weight_decay
-    )
+    if optimizer is None:
+        optimizer = build_optimizer(model, algorithm)
     model.train()
-    epochs = [_epoch(model, optimizer, batch, config, temperature, algorithm.micro_batch_size) for _ in range(algorithm.epochs)]
+    micros = micro_batches(batch, algorithm.micro_batch_size, algorithm.micro_batch_tokens)
+    epochs = [_epoch(model, optimizer, batch, config, temperature, micros) for _ in range(algorithm.epochs)]
     model.eval()
     return {f"train/{name}": sum(e[name] for e in epochs) / len(epochs) for name in epochs[0]}

@@ -7,6 +7,10 @@ response_mask 0 and logprob 0.0 (the policy did not sample them), its completion
 mask 1 and the logprobs the engine reported. A call whose prompt does not extend the
 row (the harness rewrote or trimmed its history) starts a new row; those breaks are
 counted, because each one costs a re-encoded prompt and hides a context rewrite.
+
+A merged row longer than the training limits is split at call boundaries (``split_row``):
+each piece starts with its first call's full prompt, which the engine accepted, so a
+piece fits wherever the call did; every sampled token lands in exactly one piece.
 """
 
 from __future__ import annotations
@@ -35,14 +39,21 @@ class Row:
     response: list[int] = field(default_factory=list)
     response_mask: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    # (start, end) of each call's completion in ``response``: where the row may be split.
+    completions: list[tuple[int, int]] = field(default_factory=list)
 
     def tokens(self) -> list[int]:
         return self.prompt + self.response
 
     def add(self, token_ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None) -> None:
+        if sampled:
+            self.completions.append((len(self.response), len(self.response) + len(token_ids)))
         self.response.extend(token_ids)
         self.response_mask.extend([1 if sampled else 0] * len(token_ids))
         self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(token_ids))
+
+    def sampled_tokens(self) -> int:
+        return sum(self.response_mask)
 
 
 @dataclass
@@ -103,19 +114,59 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
     return rows, counts
 
 
-def fit_row(row: Row, max_prompt_tokens: int, max_response_tokens: int) -> tuple[Row | None, bool]:
-    """(row cut to the limits or None when its prompt is too long, whether it was truncated).
+# Why a call is dropped from training (batch/dropped/<reason>); the only loss splitting allows.
+PROMPT_TOO_LONG = "prompt_too_long"
+COMPLETION_TOO_LONG = "completion_too_long"
 
-    Prompts are never truncated: a cut prompt is a context the policy never saw. A
-    truncated response loses its trailing context tokens too, so the row still ends on
-    a sampled token, where the reward goes.
+
+@dataclass
+class SplitCounts:
+    splits: int = 0  # rows added by splitting: a row cut into three counts two
+    dropped: dict[str, int] = field(default_factory=dict)  # calls left out, by reason
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+
+def _piece(row: Row, first: int, last: int) -> Row:
+    """Calls ``first..last`` of ``row`` as a row: the first call's prompt, then the rest as response."""
+    start, end = row.completions[first][0], row.completions[last][1]
+    spans = [(a - start, b - start) for a, b in row.completions[first : last + 1]]
+    return Row(
+        row.rollout_id,
+        row.tokens()[: len(row.prompt) + start],
+        row.response[start:end],
+        row.response_mask[start:end],
+        row.logprobs[start:end],
+        spans,
+    )
+
+
+def split_row(row: Row, max_prompt_tokens: int, max_response_tokens: int) -> tuple[list[Row], SplitCounts]:
+    """``row`` as rows within the limits, cut only between calls; a call that fits alone is never lost.
+
+    Context tokens after a piece's last completion move to the next piece's prompt (they
+    were never trained on), so each piece ends on a sampled token, where the reward goes.
+    A call is dropped only when it cannot start a row: its own prompt or completion is
+    over the limit.
     """
-    if len(row.prompt) > max_prompt_tokens:
-        return None, False
-    if len(row.response) <= max_response_tokens:
-        return row, False
-    end = max_response_tokens
-    while end > 0 and row.response_mask[end - 1] == 0:
-        end -= 1
-    cut = Row(row.rollout_id, row.prompt, row.response[:end], row.response_mask[:end], row.logprobs[:end])
-    return cut, True
+    counts = SplitCounts()
+    pieces: list[Row] = []
+    first = None  # index of the call that starts the current piece
+    for index, (start, end) in enumerate(row.completions):
+        if first is not None and end - row.completions[first][0] <= max_response_tokens:
+            continue  # the call extends the current piece
+        if first is not None:
+            pieces.append(_piece(row, first, index - 1))
+            first = None
+        if len(row.prompt) + start > max_prompt_tokens:
+            counts.drop(PROMPT_TOO_LONG)
+        elif end - start > max_response_tokens:
+            counts.drop(COMPLETION_TOO_LONG)
+        else:
+            first = index
+    if first is not None:
+        pieces.append(_piece(row, first, len(row.completions) - 1))
+    pieces = [p for p in pieces if p.sampled_tokens()]  # empty completions: nothing to train
+    counts.splits = max(len(pieces) - 1, 0)
+    return pieces, counts

@@ -4,49 +4,21 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
-from typing import Mapping
 
 from components.core.config import ExperimentConfig
 from components.core.metrics import merge_metrics, read_metrics
-from components.core.outcome import RewardRecord
 from components.core.storage import ArtifactStore, RunLayout
 from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
 from components.trainer.batch import build_batch
-from components.trainer.checkpoint import save_checkpoint
-from components.trainer.cpu_update import UpdateError, cpu_update
+from components.trainer.checkpoint import load_optimizer_state, save_checkpoint
+from components.trainer.cpu_update import build_optimizer, cpu_update
+from components.trainer.guards import check_trainable, check_usable
 from components.trainer.inputs import parse_rewards, store_trajectories
 
 _TRAIN_PREFIXES = ("train/", "batch/")
-
-
-# What to do about each reason code scoring gives (components/reward/scoring.py).
-_FIXES = {
-    "infra_error": "check the engine and proxy logs (outcome extra.failed_attempts); raise rollout.infra_retries",
-    "verifier_error": "fix the task's verifier (outcome verifier_output)",
-    "group_no_baseline": "fix the reasons that masked the rest of those groups",
-    "token_text_mismatch": "the recorded token ids disagree with the text: check the proxy and engine versions",
-}
-_CAPTURE_FIX = "make sure the harness calls the recording proxy and the engine returns token ids and logprobs"
-
-
-def _check_usable(records: list[RewardRecord], min_fraction: float, origin: str, reasons: Mapping[str, int]) -> None:
-    if not records:
-        raise UpdateError(f"{origin} holds no reward records; did every rollout fail to start?")
-    usable = sum(r.usable for r in records)
-    if usable / len(records) < min_fraction:
-        if not reasons:  # a rewards.json from before reason codes: the statuses are the best summary
-            reasons = Counter(r.status.value for r in records if not r.usable)
-        summary = ", ".join(f"{code} x{count}" for code, count in sorted(reasons.items(), key=lambda kv: -kv[1]))
-        fixes = "; ".join(sorted({f"{code}: {_FIXES.get(code, _CAPTURE_FIX)}" for code in reasons}))
-        raise UpdateError(
-            f"only {usable} of {len(records)} rollouts ({usable / len(records):.0%}) are usable, below "
-            f"rollout.min_usable_fraction {min_fraction:g}; unusable because: {summary or 'unknown'} "
-            f"(each rollout's reason: 'unusable' in {origin}). Fix: {fixes or 'see the reasons'}; then rerun "
-            "the iteration, or lower rollout.min_usable_fraction to train on what is left"
-        )
 
 
 def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactStore) -> dict[str, float]:
@@ -65,7 +37,8 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
     rewards_key = layout.rewards(iteration)
     raw = store.get_bytes(rewards_key)
     records = parse_rewards(raw, f"{store.root}/{rewards_key}")
-    _check_usable(records, config.rollout.min_usable_fraction, rewards_key, json.loads(raw).get("unusable_reasons") or {})
+    reasons = json.loads(raw).get("unusable_reasons") or {}
+    check_usable(records, config.rollout.min_usable_fraction, rewards_key, reasons)
     with tempfile.TemporaryDirectory(prefix="openforge-train-") as tmp:
         work = Path(tmp)
         (work / "calls").mkdir()
@@ -77,13 +50,18 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
                 "the serve step commits the initial policy as version 0; run it first"
             )
         decode = _decoder(work / "base")
-        data, stats = build_batch(calls, records, config.algorithm, _pad_token_id(work / "base"), decode)
+        data, stats = build_batch(
+            calls, records, config.algorithm, _pad_token_id(work / "base"), decode, config.engine.max_model_len
+        )
         data.save_to_disk(work / "batch.pt")
         store.put_bytes(layout.batch(iteration), (work / "batch.pt").read_bytes())
+        trainable = check_trainable(stats, reasons, iteration, config.algorithm.allow_empty_update)
         metrics = stats.metrics()
         metrics["batch/token_text_check_on"] = float(decode is not None)
+        metrics["batch/empty_update"] = float(not trainable)
         info = {"policy_version": str(version), "iteration": iteration, "parent_version": str(parent), "rows": stats.rows}
-        if not len(data):
+        if not trainable:
+            _warn_empty(iteration, stats)
             next_dir = _unchanged(work / "base", work / "next", info)
         elif config.trainer.backend == "verl":
             from components.trainer.verl_step import verl_update
@@ -92,8 +70,9 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
             metrics.update(trained)
         else:
             model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)
-            metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed))
-            next_dir = save_checkpoint(model, work / "base", work / "next", info)
+            optimizer = build_optimizer(model, config.algorithm, load_optimizer_state(work / "base"))
+            metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed, optimizer=optimizer))
+            next_dir = save_checkpoint(model, work / "base", work / "next", info, optimizer)
         # Metrics before the marker: a committed checkpoint always has its metrics.
         merge_metrics(store, layout.metrics(iteration), metrics)
         commit_checkpoint(store, layout, version, next_dir)
@@ -116,6 +95,16 @@ def _decoder(model_dir: Path):
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
     return lambda ids, skip_special: tokenizer.decode(ids, skip_special_tokens=skip_special)
+
+
+def _warn_empty(iteration: int, stats) -> None:
+    # Allowed, but never quiet: the run's log says it as loudly as the metrics do.
+    print(
+        f"warning: iteration {iteration} trained nothing (batch/trained_tokens 0, batch/skipped_groups "
+        f"{stats.skipped_groups}, batch/dropped_rows {stats.dropped_rows}); committing the unchanged checkpoint "
+        "because algorithm.allow_empty_update is true",
+        file=sys.stderr,
+    )
 
 
 def _unchanged(parent: Path, out: Path, info: dict) -> Path:

@@ -69,6 +69,7 @@ def verl_overrides(config: ExperimentConfig, *, model_path: str | Path, output_d
     algorithm, trainer = config.algorithm, config.trainer
     correction = trainer.rollout_correction
     micro = algorithm.micro_batch_size
+    max_prompt, max_response = algorithm.row_limits(config.engine.max_model_len)
     settings: dict[str, Any] = {
         "algorithm.adv_estimator": algorithm.name,
         "algorithm.norm_adv_by_std_in_grpo": algorithm.norm_adv_by_std,
@@ -108,8 +109,8 @@ def verl_overrides(config: ExperimentConfig, *, model_path: str | Path, output_d
         f"{_MODEL}.lora_alpha": trainer.lora.alpha,
         f"{_MODEL}.target_modules": trainer.lora.target_modules,
         "data.train_batch_size": rows,
-        "data.max_prompt_length": algorithm.max_prompt_tokens,
-        "data.max_response_length": algorithm.max_response_tokens,
+        "data.max_prompt_length": max_prompt,
+        "data.max_response_length": max_response,
         "trainer.n_gpus_per_node": trainer.n_gpus_per_node,
         "trainer.nnodes": trainer.nnodes,
         "trainer.project_name": config.name,

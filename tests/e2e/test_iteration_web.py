@@ -140,6 +140,7 @@ def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
     metrics = logged[0]
     assert metrics["batch/rows"] == len(all_calls) and metrics["batch/dropped_rows"] == 0
     assert metrics["groups/skipped_equal"] == 0 and "train/loss" in metrics
+    assert metrics["batch/trained_tokens"] > 0 and metrics["batch/empty_update"] == 0
     assert committed_versions(store, layout) == [0, 1]
     weights = [store.get_bytes(f"{layout.checkpoint(v)}/model.safetensors") for v in (0, 1)]
     assert weights[0] != weights[1]

@@ -135,7 +135,7 @@ def train(args: argparse.Namespace) -> None:
     if store.exists(layout.checkpoint_marker(version)):
         return
     store.put_bytes(f"{layout.checkpoint(version)}/model.bin", b"weights")
-    merge_metrics(store, layout.metrics(args.iteration), {"train/loss": 1.0 / version, "batch/rows": 4.0})
+    merge_metrics(store, layout.metrics(args.iteration), {"train/loss": 1.0 / version, "batch/rows": 4.0, "batch/trained_tokens": 96.0 * version})
     store.put_bytes(layout.checkpoint_marker(version), b"")
     _log("train", args.iteration)
 

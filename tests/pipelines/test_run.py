@@ -85,8 +85,10 @@ def test_run_chains_iterations_each_serving_the_last_committed_checkpoint(
     assert _mlflow_history(tracking_uri, "chain", "reward/mean") == [(0, 0.5), (1, 0.5)]
     assert _mlflow_history(tracking_uri, "chain", "pass_at_1") == [(0, 0.5), (1, 0.5)]
     assert sorted(logged) == [0, 1] and logged[1]["train/loss"] == 0.5
+    # The commit step logs the train step's metrics.json: what the update trained on reaches MLflow.
+    assert _mlflow_history(tracking_uri, "chain", "batch/trained_tokens") == [(0, 96.0), (1, 192.0)]
     assert "mlflow ui --backend-store-uri sqlite:///" in output
-    assert "Iterations" in output
+    assert "Iterations" in output and "trained tokens" in output and "192" in output
 
 
 @pytest.mark.slow

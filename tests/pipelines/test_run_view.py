@@ -47,11 +47,11 @@ def test_rollouts_count_recorded_agent_failures_as_failed(tmp_path: Path) -> Non
 def test_summary_table_shows_each_iteration_with_failed_rollouts_summed() -> None:
     logged = {
         0: {"reward/mean": 0.25, "pass_at_1": 0.5, "pass_at_k": 0.75, "rollouts/ok": 6, "rollouts/timeout": 1,
-            "rollouts/harness_error": 1, "rollouts/usable": 7, "train/loss": 0.125, "time/iteration_s": 61},
+            "rollouts/harness_error": 1, "rollouts/usable": 7, "batch/trained_tokens": 12345, "train/loss": 0.125, "time/iteration_s": 61},
         1: {"reward/mean": 0.5},
     }  # fmt: skip
     out = io.StringIO()
     text = _render(summary_table(logged, 4, {1: 30.0}), Console(file=out, width=160), out)
     rows = [line for line in text.splitlines() if line.startswith("│")]
-    assert [cell.strip() for cell in rows[0].split("│")[1:-1]] == ["0", "0.250", "0.500", "0.750", "6", "2", "0.125", "61s"]
-    assert [cell.strip() for cell in rows[1].split("│")[1:-1]] == ["1", "0.500", "-", "-", "-", "0", "-", "30s"]
+    assert [cell.strip() for cell in rows[0].split("│")[1:-1]] == ["0", "0.250", "0.500", "0.750", "6", "2", "12,345", "0.125", "61s"]
+    assert [cell.strip() for cell in rows[1].split("│")[1:-1]] == ["1", "0.500", "-", "-", "-", "0", "-", "-", "30s"]

@@ -84,3 +84,19 @@ def test_unconstrained_json_is_for_the_dev_engine_only(tmp_path: Path) -> None:
     assert _load(tmp_path, "name: demo\ntasks: {source: x}\nengine: {dev_unconstrained_json: true}\n").engine.dev_unconstrained_json
     with pytest.raises(ConfigError, match="dev_unconstrained_json applies to the dev engine only"):
         _load(tmp_path, "name: demo\ntasks: {source: x}\nengine: {kind: vllm, dev_unconstrained_json: true}\n")
+
+
+def test_row_limits_follow_the_engine_unless_set_and_must_fit_it(tmp_path: Path) -> None:
+    config = _load(tmp_path, "name: x\ntasks: {source: t}\nengine: {max_model_len: 24000}\n")
+    assert config.algorithm.row_limits(config.engine.max_model_len) == (24000, 24000)
+    assert not config.algorithm.allow_empty_update
+
+    set_one = _load(tmp_path, "name: x\ntasks: {source: t}\nalgorithm: {max_response_tokens: 4096}\n")
+    assert set_one.algorithm.row_limits(set_one.engine.max_model_len) == (32768, 4096)
+
+    too_long = "name: x\ntasks: {source: t}\nengine: {max_model_len: 16384}\nalgorithm: {max_prompt_tokens: 22000}\n"
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path, too_long)
+    message = str(caught.value)
+    assert "algorithm.max_prompt_tokens 22000 exceeds engine.max_model_len 16384" in message
+    assert "Remove algorithm.max_prompt_tokens" in message and "raise engine.max_model_len" in message

@@ -90,19 +90,38 @@ def test_only_equal_groups_give_an_empty_batch(call, record):
     assert len(data) == 0 and stats.skipped_groups == 1
 
 
-def test_long_prompts_are_dropped_and_long_responses_truncated(call, record):
+def test_long_rows_are_split_and_only_calls_over_the_limits_alone_dropped(call, record):
     calls = {
-        "t-s0": [call(0, [1, 2, 3, 4, 5], [6])],  # prompt over the limit: dropped
-        "t-s1": [call(0, [1, 2], [6, 7, 8, 9], session="t-s1")],  # response over the limit: cut
+        "t-s0": [call(0, [1, 2, 3, 4, 5, 9], [6])],  # its prompt alone is over the limit: dropped
+        "t-s1": [call(0, [1, 2], [6, 7]), call(1, [1, 2, 6, 7, 30], [8, 9])],  # response 5 > 3: split
         "t-s2": [call(0, [1, 2], [6], session="t-s2")],
     }
     records = [record("t-s0", 1.0), record("t-s1", 0.0), record("t-s2", 1.0)]
+    sampled = sum(len(c.completion_token_ids) for rollout in calls.values() for c in rollout)
 
-    data, stats = build_batch(calls, records, AlgorithmConfig(max_prompt_tokens=4, max_response_tokens=3))
+    data, stats = build_batch(calls, records, AlgorithmConfig(max_prompt_tokens=5, max_response_tokens=3))
 
-    assert (stats.dropped_rows, stats.truncated_rows, stats.rows) == (1, 1, 2)
-    assert data.batch["responses"].tolist() == [[6, 7, 8], [6, 0, 0]]
-    assert data.batch["token_level_scores"][1, 0] == 1.0
+    assert (stats.dropped_rows, stats.dropped, stats.split_rows, stats.rows) == (1, {"prompt_too_long": 1}, 1, 3)
+    assert list(data.non_tensor_batch["rollout_id"]) == ["t-s1", "t-s1", "t-s2"]
+    assert data.batch["prompts"].tolist() == [[0, 0, 0, 1, 2], [1, 2, 6, 7, 30], [0, 0, 0, 1, 2]]
+    assert data.batch["responses"].tolist() == [[6, 7], [8, 9], [6, 0]]
+    assert stats.trained_tokens == int(data.batch["response_mask"].sum()) == sampled - 1  # the dropped call's
+    # Both pieces of s1 carry its advantage and its reward on their last token.
+    assert data.batch["advantages"][0, 0] == data.batch["advantages"][1, 0] < 0
+    assert data.batch["token_level_scores"][:, 1].tolist() == [0.0, 0.0, 0.0] and data.batch["token_level_scores"][2, 0] == 1.0
+    metrics = stats.metrics()
+    assert metrics["batch/trained_tokens"] == stats.trained_tokens and metrics["batch/dropped/prompt_too_long"] == 1
+
+
+def test_unset_row_limits_follow_the_engine_context(call, record):
+    prompt = list(range(1, 61)) * 400  # a 24k-token harness prompt, over the old 8192 default
+    calls = {"t-s0": [call(0, prompt, [6])], "t-s1": [call(0, prompt, [7], session="t-s1")]}
+
+    data, stats = build_batch(calls, [record("t-s0", 1.0), record("t-s1", 0.0)], AlgorithmConfig())
+
+    assert (stats.rows, stats.dropped_rows, stats.trained_tokens) == (2, 0, 2)
+    _, small = build_batch(calls, [record("t-s0", 1.0), record("t-s1", 0.0)], AlgorithmConfig(), max_model_len=16384)
+    assert small.dropped == {"prompt_too_long": 2} and small.trained_tokens == 0
 
 
 def test_batch_build_cli_writes_a_file_dataproto_loads(tmp_path, two_turn_group):

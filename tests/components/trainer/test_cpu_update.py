@@ -7,7 +7,7 @@ import torch
 
 from components.core.config import AlgorithmConfig
 from components.trainer.batch import build_batch
-from components.trainer.cpu_update import UpdateError, actor_config, cpu_update, policy_loss, response_log_probs
+from components.trainer.cpu_update import UpdateError, actor_config, cpu_update, micro_batches, policy_loss, response_log_probs
 
 ALGORITHM = AlgorithmConfig(learning_rate=1e-2, micro_batch_size=1)
 
@@ -109,3 +109,53 @@ def test_update_is_deterministic(tiny_model_dir, on_policy_batch):
 def test_kl_penalty_is_refused_with_the_fix(model, on_policy_batch):
     with pytest.raises(UpdateError, match="kl_coef"):
         cpu_update(model, on_policy_batch, AlgorithmConfig(kl_coef=0.1), seed=0)
+
+
+@pytest.fixture
+def uneven_batch(call, record, model):
+    """Four rows of different prompt and response lengths, on-policy."""
+    calls = {
+        "t-s0": [call(0, [1, 2, 3, 4, 5, 6], [7, 8])],
+        "t-s1": [call(0, [1, 2], [9, 10, 11, 12, 13], session="t-s1")],
+        "t-s2": [call(0, [3], [14], session="t-s2")],
+        "t-s3": [call(0, [1, 2, 3], [4, 5, 6], session="t-s3")],
+    }
+    records = [record(f"t-s{i}", float(i % 2)) for i in range(4)]
+    data, _ = build_batch(calls, records, ALGORITHM)
+    with torch.no_grad():
+        log_prob, _ = response_log_probs(model, data.batch, temperature=1.0)
+    data.batch["rollout_log_probs"] = log_prob * data.batch["response_mask"]
+    return data
+
+
+def test_micro_batches_bound_rows_and_padded_tokens_and_drop_foreign_padding(uneven_batch, model):
+    batch = uneven_batch.batch  # widths 6 + 5; rows (prompt, response): (6,2) (2,5) (1,1) (3,3)
+
+    micros = micro_batches(batch, micro_size=8, max_tokens=14)
+
+    assert [m["input_ids"].shape for m in micros] == [(1, 8), (2, 7), (1, 6)]  # 2x(6+5) > 14 ...
+    assert micros[1]["prompts"].shape[1] == 2 and micros[1]["responses"].shape[1] == 5
+    assert [len(m["responses"]) for m in micro_batches(batch, micro_size=3, max_tokens=10**6)] == [3, 1]
+    assert [len(m["responses"]) for m in micro_batches(batch, micro_size=8, max_tokens=1)] == [1, 1, 1, 1]  # alone
+    with torch.no_grad():
+        whole, _ = response_log_probs(model, batch, temperature=1.0)
+        pieces = [response_log_probs(model, m, temperature=1.0)[0] for m in micros]
+    mask = batch["response_mask"].bool()
+    trimmed = torch.cat([p[m["response_mask"].bool()] for p, m in zip(pieces, micros)])
+    assert torch.allclose(trimmed, whole[mask], atol=1e-5)
+
+
+def test_the_update_does_not_depend_on_how_the_batch_is_micro_batched(tiny_model_dir, uneven_batch):
+    from transformers import AutoModelForCausalLM
+
+    def updated(**settings):
+        model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+        metrics = cpu_update(model, uneven_batch, ALGORITHM.model_copy(update=settings), seed=0)
+        return metrics["train/loss"], [p.detach().clone() for p in model.parameters()]
+
+    loss_a, a = updated(micro_batch_size=8)
+    loss_b, b = updated(micro_batch_size=1)
+    loss_c, c = updated(micro_batch_size=8, micro_batch_tokens=12)  # three micro-batches, bounded by tokens
+
+    assert loss_a == pytest.approx(loss_b, abs=1e-6) == pytest.approx(loss_c, abs=1e-6)
+    assert all(torch.allclose(x, y, atol=1e-6) and torch.allclose(x, z, atol=1e-6) for x, y, z in zip(a, b, c))

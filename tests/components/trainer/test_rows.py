@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.trainer.rows import Row, TemperatureMismatchError, fit_row, merge_calls
+from components.trainer.rows import COMPLETION_TOO_LONG, PROMPT_TOO_LONG, TemperatureMismatchError, merge_calls, split_row
 
 
 def test_call_extending_the_row_appends_context_masked_and_completion_sampled(call):
@@ -73,13 +73,78 @@ def test_missing_recorded_temperature_is_refused(call):
         merge_calls("t-s0", [call(0, [1], [2], temperature=None)], temperature=1.0)
 
 
-def test_fit_row_drops_long_prompts_and_truncates_to_a_sampled_last_token():
-    row = Row("r", prompt=[1, 2, 3], response=[4, 5, 20, 21, 6], response_mask=[1, 1, 0, 0, 1], logprobs=[-1.0] * 5)
+def _agent_rollout(call, turns: int, system: int = 6, completion: int = 3, tool: int = 2):
+    """A long multi-turn rollout: each call re-sends the conversation plus a tool output."""
+    calls, prompt, next_id = [], list(range(1, system + 1)), 100
+    for index in range(turns):
+        answer = list(range(next_id, next_id + completion))
+        calls.append(call(index, list(prompt), answer, logprob=-0.1 * (index + 1)))
+        output = list(range(next_id + completion, next_id + completion + tool))
+        prompt += answer + output
+        next_id += completion + tool
+    return calls
 
-    assert fit_row(row, max_prompt_tokens=2, max_response_tokens=10) == (None, False)
-    assert fit_row(row, max_prompt_tokens=3, max_response_tokens=5) == (row, False)
-    cut, truncated = fit_row(row, max_prompt_tokens=3, max_response_tokens=4)
-    assert truncated and cut.response == [4, 5] and cut.response_mask == [1, 1]
+
+def _sampled(rows):
+    """Every trained (token, logprob) with the position it sits at in the conversation."""
+    return sorted(
+        (len(r.prompt) + i, token, logprob)
+        for r in rows
+        for i, (token, mask, logprob) in enumerate(zip(r.response, r.response_mask, r.logprobs))
+        if mask
+    )
+
+
+@pytest.mark.parametrize("max_response", [3, 4, 8, 12, 13, 40])
+def test_splitting_keeps_every_sampled_token_exactly_once(call, max_response):
+    [row], _ = merge_calls("t-s0", _agent_rollout(call, turns=6), temperature=1.0)
+
+    pieces, counts = split_row(row, max_prompt_tokens=40, max_response_tokens=max_response)
+
+    assert _sampled(pieces) == _sampled([row])  # none lost, none duplicated, each at its place
+    assert counts.dropped == {} and counts.splits == len(pieces) - 1
+    assert all(len(p.response) <= max_response and len(p.prompt) <= 40 for p in pieces)
+    assert all(p.response_mask[-1] == 1 for p in pieces)  # the reward's token is a sampled one
+    assert all(p.rollout_id == "t-s0" for p in pieces)
+
+
+def test_a_piece_starts_with_its_first_calls_full_prompt_and_masks_context(call):
+    calls = _agent_rollout(call, turns=3)
+    [row], _ = merge_calls("t-s0", calls, temperature=1.0)
+
+    pieces, counts = split_row(row, max_prompt_tokens=40, max_response_tokens=8)
+
+    assert counts.splits == 1
+    assert [p.prompt for p in pieces] == [calls[0].prompt_token_ids, calls[2].prompt_token_ids]
+    assert pieces[0].response_mask == [1, 1, 1, 0, 0, 1, 1, 1]  # call 1's tool output stays context
+    assert pieces[1].response == calls[2].completion_token_ids and pieces[1].logprobs == pytest.approx([-0.3] * 3)
+
+
+def test_only_a_call_over_the_limits_by_itself_is_dropped_with_its_reason(call):
+    calls = _agent_rollout(call, turns=4)
+    calls[1] = call(1, calls[1].prompt_token_ids, list(range(200, 210)))  # a 10-token completion
+    calls[2:] = _continue(call, calls[:2], turns=2)
+    [row], _ = merge_calls("t-s0", calls, temperature=1.0)
+
+    pieces, counts = split_row(row, max_prompt_tokens=len(calls[3].prompt_token_ids) - 1, max_response_tokens=5)
+
+    # Call 1's completion alone is over 5; call 3's prompt alone is over the prompt limit.
+    assert counts.dropped == {COMPLETION_TOO_LONG: 1, PROMPT_TOO_LONG: 1}
+    assert [p.prompt for p in pieces] == [calls[0].prompt_token_ids, calls[2].prompt_token_ids]
+    kept = _sampled([row])
+    lost = {len(row.prompt) + i for a, b in (row.completions[1], row.completions[3]) for i in range(a, b)}
+    assert _sampled(pieces) == [t for t in kept if t[0] not in lost]
+
+
+def _continue(call, calls, turns):
+    """``turns`` more calls extending the conversation of ``calls``."""
+    prompt = calls[-1].prompt_token_ids + calls[-1].completion_token_ids + [50, 51]
+    more = []
+    for index in range(len(calls), len(calls) + turns):
+        answer = [60 + index, 61 + index, 62 + index]
+        more.append(call(index, list(prompt), answer))
+        prompt = prompt + answer + [52, 53]
+    return more
 
 
 def test_only_the_latest_attempt_is_merged(call):

@@ -47,6 +47,13 @@ def run(tmp_path, tiny_model_dir, two_turn_group):
     return config, store, layout
 
 
+def _copy_iteration(store, layout, calls, source, target):
+    keys = {layout.rewards(source): layout.rewards(target)}
+    keys |= {layout.trajectory(source, r): layout.trajectory(target, r) for r in calls}
+    for key, copy in keys.items():
+        store.put_bytes(copy, store.get_bytes(key))
+
+
 def test_train_writes_batch_metrics_and_commits_checkpoint_last(run):
     config, store, layout = run
 
@@ -61,6 +68,7 @@ def test_train_writes_batch_metrics_and_commits_checkpoint_last(run):
     written = json.loads(store.get_bytes(layout.metrics(0)))
     assert written["reward/mean"] == 0.5  # the score step's keys survive
     assert written["batch/rows"] == 2 and written["batch/merge_continuations"] == 1
+    assert written["batch/trained_tokens"] == 7 and written["batch/empty_update"] == 0  # 2 + 3 + 2 sampled
     assert {"train/loss", "train/kl", "train/grad_norm"} <= set(written)
     assert metrics["train/loss"] == written["train/loss"]
 
@@ -110,10 +118,7 @@ def test_usable_share_stop_names_the_reasons_and_their_fixes(run):
 def test_next_iteration_trains_from_the_checkpoint_the_previous_one_committed(run, two_turn_group):
     config, store, layout = run
     train_iteration(config, 0, store)
-    calls, _ = two_turn_group
-    copies = {layout.rewards(0): layout.rewards(1)} | {layout.trajectory(0, r): layout.trajectory(1, r) for r in calls}
-    for source, target in copies.items():
-        store.put_bytes(target, store.get_bytes(source))
+    _copy_iteration(store, layout, two_turn_group[0], 0, 1)
 
     train_iteration(config, 1, store)
 
@@ -148,16 +153,123 @@ def test_train_command_trains_from_the_config_in_the_environment(run, tmp_path):
     assert store.exists(layout.checkpoint_marker(1))
 
 
-def test_iteration_without_signal_commits_the_unchanged_model(run, tiny_model_dir):
-    config, store, layout = run
+def _equal_rewards(store, layout, reasons=None):
     rewards = json.loads(store.get_bytes(layout.rewards(0)))
     for record in rewards["records"]:
         record["reward"] = 1.0
+    if reasons:
+        rewards["unusable_reasons"] = reasons
     store.put_bytes(layout.rewards(0), json.dumps(rewards).encode())
+
+
+def test_iteration_without_signal_stops_with_the_counts_and_the_fix(run):
+    config, store, layout = run
+    _equal_rewards(store, layout, reasons={"infra_error": 1})
+
+    with pytest.raises(UpdateError) as caught:
+        train_iteration(config, 0, store)
+
+    message = str(caught.value)
+    assert "iteration 0: the batch has no sampled token to train on" in message
+    assert "1 group(s) skipped because every reward was equal (batch/skipped_groups)" in message
+    assert "unusable rollouts: infra_error x1" in message and "rollout.infra_retries" in message
+    assert "rollout.samples_per_task" in message and "algorithm.allow_empty_update: true" in message
+    assert not store.exists(layout.checkpoint_marker(1))
+
+
+def test_rows_all_too_long_name_the_limit_to_raise(run):
+    config, store, layout = run
+    config = config.model_copy(update={"algorithm": config.algorithm.model_copy(update={"max_prompt_tokens": 1})})
+
+    with pytest.raises(UpdateError) as caught:
+        train_iteration(config, 0, store)
+
+    message = str(caught.value)
+    assert "3 call(s) dropped as too long (prompt_too_long x3; batch/dropped_rows)" in message
+    assert "raise algorithm.max_prompt_tokens, or unset it to follow engine.max_model_len" in message
+
+
+def test_train_command_reports_a_stop_as_an_error_without_a_traceback(run):
+    import typer
+    import yaml
+    from typer.testing import CliRunner
+
+    from components.trainer.cli import train_command
+
+    config, store, layout = run
+    _equal_rewards(store, layout)
+    app = typer.Typer()
+    app.command("train")(train_command)
+    app.command("other")(lambda: None)  # two commands: typer keeps the subcommand name
+
+    result = CliRunner().invoke(
+        app, ["train", "--iteration", "0"], env={"OPENFORGE_CONFIG_YAML": yaml.safe_dump(config.model_dump(mode="json"))}
+    )
+
+    assert result.exit_code == 1 and "error: iteration 0: the batch has no sampled token" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_allowed_empty_update_commits_the_unchanged_model_and_says_so(run, tiny_model_dir, capsys):
+    config, store, layout = run
+    config = config.model_copy(update={"algorithm": config.algorithm.model_copy(update={"allow_empty_update": True})})
+    _equal_rewards(store, layout)
 
     metrics = train_iteration(config, 0, store)
 
     assert metrics["batch/rows"] == 0 and metrics["batch/skipped_groups"] == 1
+    assert metrics["batch/trained_tokens"] == 0 and metrics["batch/empty_update"] == 1
     assert not any(name.startswith("train/") for name in metrics)
     assert store.get_bytes(f"{layout.checkpoint(1)}/model.safetensors") == (tiny_model_dir / "model.safetensors").read_bytes()
     assert store.exists(layout.checkpoint_marker(1))
+    assert "iteration 0 trained nothing" in capsys.readouterr().err
+
+
+def test_adamw_state_is_saved_with_the_checkpoint_and_resumed_by_the_next_update(run, two_turn_group, monkeypatch, tmp_path):
+    import torch
+
+    import components.trainer.step as step
+
+    config, store, layout = run
+    seen = []  # the optimizer state each update starts from
+
+    def recording_update(model, data, algorithm, seed, optimizer):
+        seen.append({i: {k: v.clone() for k, v in s.items()} for i, s in optimizer.state_dict()["state"].items()})
+        return real_update(model, data, algorithm, seed=seed, optimizer=optimizer)
+
+    real_update = step.cpu_update
+    monkeypatch.setattr(step, "cpu_update", recording_update)
+    train_iteration(config, 0, store)
+    (tmp_path / "optimizer.pt").write_bytes(store.get_bytes(f"{layout.checkpoint(1)}/optimizer.pt"))
+    saved = torch.load(tmp_path / "optimizer.pt", weights_only=True)
+    _copy_iteration(store, layout, two_turn_group[0], 0, 1)
+
+    train_iteration(config, 1, store)
+
+    assert seen[0] == {}  # checkpoint 0 has no optimizer.pt: a fresh AdamW
+    assert saved["state"] and set(seen[1]) == set(saved["state"])
+    for index, moments in saved["state"].items():
+        assert torch.equal(seen[1][index]["exp_avg"], moments["exp_avg"])
+        assert torch.equal(seen[1][index]["exp_avg_sq"], moments["exp_avg_sq"])
+        assert int(seen[1][index]["step"]) == 1
+    assert store.exists(f"{layout.checkpoint(2)}/optimizer.pt")
+
+
+def test_a_resumed_optimizer_takes_its_hyperparameters_from_the_config(tiny_model_dir):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from components.core.config import AlgorithmConfig
+    from components.trainer.cpu_update import UpdateError as Refused, build_optimizer
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    first = build_optimizer(model, AlgorithmConfig(learning_rate=1e-3))
+    model(input_ids=torch.tensor([[1, 2, 3]]), labels=torch.tensor([[1, 2, 3]])).loss.backward()
+    first.step()
+
+    resumed = build_optimizer(model, AlgorithmConfig(learning_rate=5e-4), first.state_dict())
+
+    assert resumed.param_groups[0]["lr"] == 5e-4 and len(resumed.state) == len(first.state)
+    other = torch.nn.Linear(3, 2)
+    with pytest.raises(Refused, match="delete optimizer.pt"):
+        build_optimizer(other, AlgorithmConfig(), first.state_dict())

@@ -20,22 +20,23 @@ from components.trainer.rows import TemperatureMismatchError
 from components.trainer.verl_config import trainer_verl_config
 from components.trainer.verl_trainer import PAD_UID, correct_for_rollout, update_batch
 
-LIMITS = {"max_prompt_tokens": 4, "max_response_tokens": 7, "micro_batch_size": 2}
+LIMITS = {"max_prompt_tokens": 6, "max_response_tokens": 7, "micro_batch_size": 2}
 
 
 @pytest.fixture
 def awkward_batch(call, record, model):
-    """Three rows from a group of three: s0 split by a merge break (two rows, the first
-    merged from two calls), s1 truncated, s2 dropped (its prompt is too long). On-policy:
-    the recorded logprobs are the model's own, so no token is clipped out of the loss."""
+    """Three rows from a group of three: s0 merged from two calls, s1 split in two rows
+    (its merged response is over the limit; the second row's prompt holds the first's
+    answer), s2 dropped (its prompt is too long). On-policy: the recorded logprobs are the
+    model's own, so no token is clipped out of the loss."""
     calls = {
-        "t-s0": [call(0, [1, 2, 3], [4, 5]), call(1, [1, 2, 3, 4, 5, 20, 21], [6, 7, 8]), call(2, [9, 10], [11, 12])],
-        "t-s1": [call(0, [1, 2], [6, 7, 8, 9, 10, 11, 12, 13, 14], session="t-s1")],
-        "t-s2": [call(0, [1, 2, 3, 4, 5], [6], session="t-s2")],
+        "t-s0": [call(0, [1, 2, 3], [4, 5]), call(1, [1, 2, 3, 4, 5, 20, 21], [6, 7, 8])],
+        "t-s1": [call(0, [1, 2], [6, 7, 8], session="t-s1"), call(1, [1, 2, 6, 7, 8, 30], [9, 10, 11, 12], session="t-s1")],
+        "t-s2": [call(0, [1, 2, 3, 4, 5, 6, 7], [6], session="t-s2")],
     }
     records = [record("t-s0", 1.0), record("t-s1", 0.0), record("t-s2", 1.0)]
     data, stats = build_batch(calls, records, ExperimentConfig(name="u", tasks={"source": "t"}, algorithm=LIMITS).algorithm)
-    assert (stats.rows, stats.merge_breaks, stats.truncated_rows, stats.dropped_rows) == (3, 1, 1, 1)
+    assert (stats.rows, stats.merge_continuations, stats.split_rows, stats.dropped_rows) == (3, 2, 1, 1)
     with torch.no_grad():
         log_prob, _ = response_log_probs(model, data.batch, temperature=1.0)
     data.batch["rollout_log_probs"] = log_prob * data.batch["response_mask"]
