@@ -13,6 +13,7 @@ from aiohttp import web
 
 from components.core.checkpoints import CHECKPOINT_INFO
 from components.engine._engine import DevEngine
+from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES, UnsupportedModel
 from components.engine._protocol import ApiError
 from components.engine._routes import Routes, json_response
 from components.engine._script import Script, load_script
@@ -63,6 +64,8 @@ def build_app(
     threads: int = 2,
     max_model_len: int | None = None,
     unconstrained_json: bool = False,
+    kv_cache_mib: int = DEFAULT_BUDGET_MIB,
+    kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
 ) -> web.Application:
     """Load the model and return the ready aiohttp application."""
     from components.engine._generation import ModelRunner
@@ -73,7 +76,16 @@ def build_app(
             "`openforge model init-tiny DIR`"
         )
     policy_version = policy_version_of(model_dir)
-    runner = ModelRunner(model_dir, threads=threads)
+    if kv_cache_mib < 0 or kv_cache_entries < 1:
+        raise EngineStartError(
+            f"--kv-cache-mib must be >= 0 (got {kv_cache_mib}) and --kv-cache-entries >= 1 (got {kv_cache_entries})"
+        )
+    try:
+        runner = ModelRunner(
+            model_dir, threads=threads, cache_budget_bytes=kv_cache_mib * 2**20, cache_entries=kv_cache_entries
+        )
+    except UnsupportedModel as exc:
+        raise EngineStartError(str(exc)) from None
     if max_model_len is not None:
         if not 0 < max_model_len <= runner.max_model_len:
             raise EngineStartError(
@@ -109,6 +121,8 @@ def serve(
     threads: int = 2,
     max_model_len: int | None = None,
     unconstrained_json: bool = False,
+    kv_cache_mib: int = DEFAULT_BUDGET_MIB,
+    kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
 ) -> None:
     """Serve ``model_dir`` on ``host:port`` until SIGINT or SIGTERM.
 
@@ -122,6 +136,8 @@ def serve(
         threads=threads,
         max_model_len=max_model_len,
         unconstrained_json=unconstrained_json,
+        kv_cache_mib=kv_cache_mib,
+        kv_cache_entries=kv_cache_entries,
     )
     _run(_serve_until_signalled(app, host, port))
 
