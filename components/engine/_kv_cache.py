@@ -5,9 +5,10 @@ sessions at once against one engine, each starting with the same ~20k-token syst
 and tool schemas. Keeping only the previous request's cache (what vLLM's prefix caching
 does for one sequence) makes concurrent sessions evict each other on every call, so the
 store keeps one entry per recent conversation, least recently used evicted first within a
-byte budget. A request continuing an entry's tokens extends that entry in place; one that
-shares only a prefix (another session, a GRPO sibling of the same task) gets its own copy
-of the prefix, and the entry it came from stays whole for its own session's next call.
+byte budget. A request continuing an entry's conversation (all its tokens, or its last
+prompt and the start of the answer) extends that entry in place; one that shares only a prefix
+(another session, a GRPO sibling of the same task) gets its own copy of the prefix, and
+the entry it came from stays whole for its own session's next call.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class CacheEntry:
 
     ids: list[int] = field(default_factory=list)
     cache: GrowingCache = field(default_factory=_empty_cache)
+    # Where the last answer starts: a harness resends that answer re-encoded from its text,
+    # which often tokenizes differently from what was sampled.
+    answer_start: int = 0
 
     def crop(self, length: int) -> None:
         self.cache.crop(length)
@@ -96,21 +100,25 @@ class KVCacheStore:
         best, source = (0, False), None
         for entry in reversed(self._entries.values()):  # most recent first: it wins ties
             common = min(common_prefix(entry.ids, prompt_ids), len(prompt_ids) - 1)
-            key = (common, common == len(entry.ids))  # the longest prefix; then one to extend in place
+            # Holding the entry's whole last prompt and the start of its answer, the request
+            # continues that conversation; a sibling sent the same prompt has its own answer.
+            continues = common == len(entry.ids) or common > entry.answer_start
+            key = (common, continues)  # the longest prefix; then one to extend in place
             if key > best:
                 best, source = key, entry
-        (reuse, in_place), stats = best, self.stats
+        (reuse, continues), stats = best, self.stats
         if source is None or not worth_reusing(reuse, len(prompt_ids)):
             entry, reuse = CacheEntry(), 0
             stats.misses += 1
-        elif in_place:
-            entry = source  # its own conversation continued
+        elif continues:
+            entry = source
             entry.crop(reuse)
             stats.hits += 1
         else:
             entry = CacheEntry(source.ids[:reuse], source.cache.prefix_copy(reuse))
             stats.hits += 1
             stats.copies += 1
+        entry.answer_start = len(prompt_ids)
         stats.reused_tokens += reuse
         stats.prefilled_tokens += len(prompt_ids) - reuse
         self._entries[id(entry)] = entry

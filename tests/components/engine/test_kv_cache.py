@@ -82,6 +82,20 @@ def test_a_session_sharing_only_the_prefix_leaves_the_other_sessions_entry_whole
     assert (stats["copies"], stats["entries"]) == (1, 2)
 
 
+def test_a_continuation_that_re_encodes_the_answer_differently_extends_its_entry_in_place(
+    tiny_model_dir: Path,
+) -> None:
+    runner = _runner(tiny_model_dir)
+    prompt = _prompt(runner, "Fix the failing test. ", 300)
+    answer = [s.token_id for s in _answer(runner, prompt, max_tokens=8)]
+    _answer(runner, prompt, max_tokens=8, seed=8)  # a sibling: same prompt, its own answer (a copy)
+    resent = prompt + answer[:3] + [7, 7] + runner.tokenizer.encode(" Done?")  # the answer re-encoded
+    _answer(runner, resent)
+    stats = runner.cache.snapshot()
+    assert (stats["copies"], stats["entries"]) == (1, 2)
+    assert stats["reused_tokens"] == len(prompt) - 1 + len(prompt) + 3
+
+
 def test_a_short_shared_prefix_is_recomputed_not_reused(runner: ModelRunner) -> None:
     runner.run(Job(prompt_ids=[5] * 300, params=SamplingParams(max_tokens=1), emit=lambda _: None))
     before = runner.cache.snapshot()
