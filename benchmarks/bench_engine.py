@@ -18,13 +18,14 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -44,16 +45,18 @@ MODEL = "policy"
 @dataclass(frozen=True)
 class Plan:
     prefix_tokens: int  # shared system prompt + tool schemas, as rendered
+    cold_tokens: int  # the cold call's prompt
     tools: int  # how many of those schemas (about 500 tokens each)
     sessions: int
     turns: int
     max_tokens: int
     task_sentences: int  # a session's own task: ~20 tokens a sentence
     result_sentences: int  # each turn's tool result
+    rounds: int  # every variant once per round, the order reversed every other round
 
 
-FULL = Plan(prefix_tokens=20_000, tools=16, sessions=8, turns=3, max_tokens=32, task_sentences=15, result_sentences=15)
-QUICK = Plan(prefix_tokens=2_000, tools=2, sessions=3, turns=2, max_tokens=8, task_sentences=5, result_sentences=5)
+FULL = Plan(prefix_tokens=20_000, cold_tokens=22_000, tools=16, sessions=8, turns=3, max_tokens=32, task_sentences=15, result_sentences=15, rounds=2)
+QUICK = Plan(prefix_tokens=2_000, cold_tokens=2_000, tools=2, sessions=3, turns=2, max_tokens=8, task_sentences=5, result_sentences=5, rounds=1)
 
 
 @dataclass
@@ -80,30 +83,36 @@ def _delta(after: dict[str, Any] | None, before: dict[str, Any] | None) -> dict[
     return {key: after[key] - before[key] for key in keys} | {"entries": after["entries"], "bytes": after["bytes"]}
 
 
-async def _paragraphs_for(engine: Engine, plan: Plan) -> int:
-    """How many system-prompt paragraphs make the shared prefix ``plan.prefix_tokens`` long."""
-    counts = {}
-    for paragraphs in (1, 11):
-        system, engine.tools = shared_prefix(paragraphs, plan.tools)
-        counts[paragraphs] = await engine.prompt_tokens([{"role": "system", "content": system}])
-    per_paragraph = (counts[11] - counts[1]) / 10
-    return max(1, 1 + round((plan.prefix_tokens - counts[1]) / per_paragraph))
+async def _units_for(engine: Engine, target: int, messages: Callable[[int], list[dict[str, Any]]]) -> int:
+    """How many units (paragraphs, sentences) make ``messages(units)`` about ``target`` tokens."""
+    small = await engine.prompt_tokens(messages(10))
+    large = await engine.prompt_tokens(messages(110))
+    return max(1, 10 + round((target - small) * 100 / (large - small)))
+
+
+def _system(text: str) -> list[dict[str, Any]]:
+    return [{"role": "system", "content": text}]
+
+
+def _unrelated(sentences: int) -> list[dict[str, Any]]:
+    """A prompt sharing nothing cached: another harness's system prompt."""
+    return [*_system("A different harness.\n\n" + filler(7, sentences)), {"role": "user", "content": "Begin."}]
 
 
 async def _measure(url: str, variant: str, plan: Plan) -> VariantResult:
     timeout = aiohttp.ClientTimeout(total=1800)
     async with aiohttp.ClientSession(timeout=timeout) as http:
         engine = Engine(http, url, MODEL, [], plan.max_tokens)
-        system, engine.tools = shared_prefix(await _paragraphs_for(engine, plan), plan.tools)
+        engine.tools = shared_prefix(0, plan.tools)[1]
+        paragraphs = await _units_for(engine, plan.prefix_tokens, lambda n: _system(shared_prefix(n, plan.tools)[0]))
+        system = shared_prefix(paragraphs, plan.tools)[0]
         await engine.chat([{"role": "user", "content": "Warm up."}], seed=0)  # a process's first pass is slower
         before = (await engine.health()).get("kv_cache")
         sessions = [new_session(i, system, plan.task_sentences) for i in range(plan.sessions)]
         _log(f"{variant}: {plan.sessions} sessions x {plan.turns} turns at once")
         wall = await iteration(engine, sessions, plan.turns, plan.result_sentences)
         after = (await engine.health()).get("kv_cache")
-        # A prompt sharing nothing cached: another harness's system prompt, of the same size.
-        other_system = "A different harness.\n\n" + filler(7, plan.prefix_tokens // 15)
-        probe = Session(-1, [{"role": "system", "content": other_system}, {"role": "user", "content": "Begin."}])
+        probe = Session(-1, _unrelated(await _units_for(engine, plan.cold_tokens, _unrelated)))
         _log(f"{variant}: cold call and its warm continuation")
         cold = await take_turn(engine, probe, 0, plan.result_sentences)
         warm_before = (await engine.health()).get("kv_cache")
@@ -120,7 +129,8 @@ async def _measure(url: str, variant: str, plan: Plan) -> VariantResult:
 @contextmanager
 def _engine(code: Path, model: Path, work: Path, name: str, args: tuple[str, ...]) -> Iterator[Service]:
     port = free_port()
-    argv = [sys.executable, "-m", "components.engine", "serve", "--model", str(model), "--port", str(port),
+    # -P: `python -m` would put the working directory (this checkout) ahead of PYTHONPATH.
+    argv = [sys.executable, "-P", "-m", "components.engine", "serve", "--model", str(model), "--port", str(port),
             "--served-model-name", MODEL, *args]  # fmt: skip
     env = {"PYTHONPATH": str(code)}
     service = start_service(name, argv, port=port, log_dir=work / "logs", env=env, deadline_s=180)
@@ -139,6 +149,18 @@ def _export(ref: str, work: Path) -> Path:
         archive = subprocess.run(["git", "archive", ref, "components"], cwd=REPO, check=True, capture_output=True)
         subprocess.run(["tar", "-x", "-C", str(out)], input=archive.stdout, check=True)
     return out
+
+
+def _pooled(runs: list[VariantResult]) -> VariantResult:
+    """One variant's rounds: mean times, every call; the cache counters of the first round
+    (the traffic is seeded, so every round makes the same cache decisions)."""
+    mean = lambda name: statistics.fmean(getattr(r, name) for r in runs)  # noqa: E731
+    first = runs[0]
+    return VariantResult(
+        variant=first.variant, iteration_s=mean("iteration_s"), calls=[c for r in runs for c in r.calls],
+        cold_s=mean("cold_s"), cold_prompt_tokens=first.cold_prompt_tokens, warm_s=mean("warm_s"),
+        warm_prompt_tokens=first.warm_prompt_tokens, cache_iteration=first.cache_iteration, cache_warm=first.cache_warm,
+    )  # fmt: skip
 
 
 def _commit() -> str:
@@ -160,13 +182,15 @@ def run(plan: Plan, work: Path, baseline: str | None, doc: Path | None, command:
     if baseline is not None:
         variants.append((f"{report.BEFORE} ({baseline})", _export(baseline, work), ()))
     date, load_before, commit = now_text(), os.getloadavg(), _commit()
-    results = []
-    for index, (variant, code, args) in enumerate(variants):
-        _log(f"starting the engine: {variant}")
-        with _engine(code, model, work, f"engine-{index}", args) as service:
-            results.append(asyncio.run(_measure(service.url, variant, plan)))
+    runs: list[VariantResult] = []
+    for round_ in range(plan.rounds):
+        for index, (variant, code, args) in enumerate(variants if round_ % 2 == 0 else variants[::-1]):
+            _log(f"round {round_ + 1}/{plan.rounds}: starting the engine: {variant}")
+            with _engine(code, model, work, f"engine-{round_}-{index}", args) as service:
+                runs.append(asyncio.run(_measure(service.url, variant, plan)))
+    results = [_pooled([r for r in runs if r.variant == variant]) for variant, _, _ in variants]
     load = f"{load_before[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
-    raw = {"plan": asdict(plan), "commit": commit, "date": date, "load": load, "results": [asdict(r) for r in results]}
+    raw = {"plan": asdict(plan), "commit": commit, "date": date, "load": load, "runs": [asdict(r) for r in runs]}
     (work / "engine.json").write_text(json.dumps(raw, indent=2))
     print(report.table(results))
     _log(f"raw results: {work / 'engine.json'}")

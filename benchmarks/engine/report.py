@@ -74,7 +74,9 @@ def section(info: RunInfo, plan: Any, results: list[Any]) -> str:
         f"*Iteration* is the wall time of those {plan.sessions * plan.turns} calls. Then, alone, a *cold call* "
         f"({store.cold_prompt_tokens:,} tokens sharing nothing with what is cached: another harness's system "
         f"prompt) and its *warm* continuation ({store.warm_prompt_tokens:,} tokens). Each engine runs fresh, one "
-        "after the other; *x store* divides by the store's figure of this run.",
+        f"after the other, in {plan.rounds} round{'s' if plan.rounds > 1 else ''} (the order reversed every other "
+        "round); times are means over the rounds, *call p50/max* over all their calls (in the iteration a call "
+        "mostly waits for the others: the engine answers one at a time); *x store* divides by the store's figure.",
         "",
         "| " + " | ".join(HEADER) + " |",
         "|---|" + "---:|" * (len(HEADER) - 2) + "---|",

@@ -39,6 +39,7 @@ def shared_prefix(paragraphs: int, tools: int, seed: int = 0) -> tuple[str, list
     """A system prompt of ``paragraphs`` paragraphs and the ``tools`` schemas every session sends."""
     rng = random.Random(seed)
     sections = [f"# Section {i}\n{_paragraph(rng)}" for i in range(paragraphs)]
+    rng = random.Random(seed + 1)  # the same tools whatever the system prompt's length
     system = "You are a coding agent working in a repository on behalf of the user.\n\n" + "\n\n".join(sections)
     schemas = []
     for name in _TOOLS[:tools]:

@@ -38,7 +38,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comp
 @pytest.mark.slow
 def test_quick_run_measures_both_engines_and_prints_the_table(quick_run):
     done, raw = quick_run
-    results = {r["variant"]: r for r in raw["results"]}
+    results = {r["variant"]: r for r in raw["runs"]}
     assert set(results) == {report.STORE, report.ONE_ENTRY}
     for result in results.values():
         assert len(result["calls"]) == QUICK.sessions * QUICK.turns
@@ -49,13 +49,13 @@ def test_quick_run_measures_both_engines_and_prints_the_table(quick_run):
 @pytest.mark.slow
 def test_warm_calls_hit_the_cache(quick_run):
     _, raw = quick_run
-    for result in raw["results"]:
+    for result in raw["runs"]:
         iteration, warm = result["cache_iteration"], result["cache_warm"]
         assert iteration["misses"] == 1  # the first session's first call; every later one shares its prefix
         assert iteration["hits"] == QUICK.sessions * QUICK.turns - 1
         assert (warm["hits"], warm["misses"]) == (1, 0)
         assert warm["reused_tokens"] >= result["cold_prompt_tokens"] - 1
-    store = next(r for r in raw["results"] if r["variant"] == report.STORE)
+    store = next(r for r in raw["runs"] if r["variant"] == report.STORE)
     assert store["cache_iteration"]["evictions"] == 0 and store["cache_iteration"]["entries"] >= QUICK.sessions
 
 
