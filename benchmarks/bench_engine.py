@@ -55,8 +55,10 @@ class Plan:
     rounds: int  # every variant once per round, the order reversed every other round
 
 
-FULL = Plan(prefix_tokens=20_000, cold_tokens=22_000, tools=16, sessions=8, turns=3, max_tokens=32, task_sentences=15, result_sentences=15, rounds=2)
-QUICK = Plan(prefix_tokens=2_000, cold_tokens=2_000, tools=2, sessions=3, turns=2, max_tokens=8, task_sentences=5, result_sentences=5, rounds=1)
+FULL = Plan(prefix_tokens=20_000, cold_tokens=22_000, tools=16, sessions=8, turns=3, max_tokens=32,
+            task_sentences=15, result_sentences=15, rounds=2)  # fmt: skip
+QUICK = Plan(prefix_tokens=2_000, cold_tokens=2_000, tools=2, sessions=3, turns=2, max_tokens=8,
+             task_sentences=5, result_sentences=5, rounds=1)  # fmt: skip
 
 
 @dataclass
@@ -164,9 +166,9 @@ def _pooled(runs: list[VariantResult]) -> VariantResult:
 
 
 def _commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "components", "benchmarks"], cwd=REPO,
-                           capture_output=True, text=True).stdout.strip()  # fmt: skip
+    git = {"cwd": REPO, "capture_output": True, "text": True}
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], **git).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "components", "benchmarks"], **git).stdout.strip()
     return head + (" with uncommitted changes" if dirty else "")
 
 

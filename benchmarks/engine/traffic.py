@@ -43,10 +43,10 @@ def shared_prefix(paragraphs: int, tools: int, seed: int = 0) -> tuple[str, list
     system = "You are a coding agent working in a repository on behalf of the user.\n\n" + "\n\n".join(sections)
     schemas = []
     for name in _TOOLS[:tools]:
-        params = {
-            f"{name.lower()}_{k}": {"type": rng.choice(["string", "integer", "boolean"]), "description": _paragraph(rng, 2)}
-            for k in range(4)
-        }
+        params = {}
+        for k in range(4):
+            kind = rng.choice(["string", "integer", "boolean"])
+            params[f"{name.lower()}_{k}"] = {"type": kind, "description": _paragraph(rng, 2)}
         schema = {"type": "object", "properties": params, "required": list(params)[:2]}
         function = {"name": name, "description": _paragraph(rng, 8), "parameters": schema}
         schemas.append({"type": "function", "function": function})

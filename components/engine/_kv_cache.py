@@ -6,8 +6,8 @@ and tool schemas. Keeping only the previous request's cache (what vLLM's prefix 
 does for one sequence) makes concurrent sessions evict each other on every call, so the
 store keeps one entry per recent conversation, least recently used evicted first within a
 byte budget. A request continuing an entry's conversation (all its tokens, or its last
-prompt and the start of the answer) extends that entry in place; one that shares only a prefix
-(another session, a GRPO sibling of the same task) gets its own copy of the prefix, and
+prompt and the start of the answer) extends that entry in place; one that shares only a
+prefix (another session, a GRPO sibling of the same task) gets its own copy of it, and
 the entry it came from stays whole for its own session's next call.
 """
 
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from components.engine._kv_layer import GrowingCache
+
 
 class UnsupportedModel(ValueError):
     """The model's attention layers are not the kind this cache holds; the message says what to do."""
