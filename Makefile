@@ -8,7 +8,7 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load gpu-smoke clean help
+.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
 	@echo "make bench-load      256 sessions through one proxy for 10 minutes: no lost call, flat memory (docs/reliability.md)"
+	@echo "make bench-engine    dev engine on 8 harness sessions sharing a 20k-token prefix: prefix cache vs one entry (docs/benchmarks.md)"
 	@echo "make gpu-smoke    on a 1-GPU machine: update loop, veRL step, vllm serve -> gpu_smoke.json"
 
 $(INSTALLED): pyproject.toml
@@ -91,6 +92,9 @@ bench-continuity: $(INSTALLED)
 
 bench-load: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_load.py
+
+bench-engine: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_engine.py
 
 # On a machine with a GPU: its own CUDA torch, not this venv (scripts/gpu_smoke.sh says how).
 gpu-smoke:

@@ -5,9 +5,9 @@ Each step reports the chosen token, the model's raw log-softmax for it (vLLM's d
 and the text that became final. Forced tokens (scripted mode) go through the very same
 loop, so their logprobs are the model's own.
 
-The KV cache of the previous request is kept and its longest common prefix with the
-next prompt reused, as vLLM's prefix caching does: agent loops resend the whole
-conversation every turn.
+Agent loops resend the whole conversation every turn, and several sessions share one
+engine: the KV caches of recent conversations are kept (``_kv_cache.KVCacheStore``) and a
+prompt starts from the one it shares the longest prefix with, as vLLM's prefix caching does.
 """
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from components.engine._choice import choose
+from components.engine._kv_cache import (
+    DEFAULT_BUDGET_MIB,
+    DEFAULT_MAX_ENTRIES,
+    CacheEntry,
+    KVCacheStore,
+    check_full_attention,
+)
 from components.engine._sampling import SamplingParams, pick_token
 from components.engine._text import TextAssembler
 
@@ -63,18 +70,30 @@ class Job:
 
 
 class ModelRunner:
-    """Owns the model, the tokenizer and the reusable KV cache. Not thread-safe: one
+    """Owns the model, the tokenizer and the reusable KV caches. Not thread-safe: one
     worker thread calls ``run``."""
 
-    def __init__(self, model_dir: Path, threads: int) -> None:
+    def __init__(
+        self,
+        model_dir: Path,
+        threads: int,
+        *,
+        cache_budget_bytes: int = DEFAULT_BUDGET_MIB * 2**20,
+        cache_entries: int = DEFAULT_MAX_ENTRIES,
+    ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # a server log wants no progress bars
-        torch.set_num_threads(threads)
+        self.threads = threads
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        # SDPA's causal kernel never materialises the attention matrix; eager attention would
+        # build a 22k x 22k one per head for a harness's first prompt.
+        self.model = AutoModelForCausalLM.from_pretrained(
+            model_dir, dtype=torch.float32, attn_implementation="sdpa"
+        ).eval()
+        check_full_attention(self.model.config)
         self.max_model_len = int(self.model.config.max_position_embeddings)
         generation = GenerationConfig.from_pretrained(model_dir)
         eos = generation.eos_token_id
@@ -87,18 +106,23 @@ class ModelRunner:
         self.default_sampling: dict[str, float] = {
             key: explicit[key] for key in ("temperature", "top_p", "top_k") if key in explicit
         }
-        self._cache: Any = None
-        self._cached_ids: list[int] = []
+        self.cache = KVCacheStore(cache_budget_bytes, cache_entries)
+        self._entry: CacheEntry | None = None  # the conversation the current job runs on
 
     def run(self, job: Job) -> None:
         import torch
 
+        self._entry = None
         with torch.inference_mode():
             try:
                 self._run(job)
             except BaseException:
-                self._cache, self._cached_ids = None, []  # the cache may be half-written
+                if self._entry is not None:
+                    self.cache.discard(self._entry)  # a forward pass may have stopped half-way
                 raise
+            finally:
+                if self._entry is not None:
+                    self.cache.release(self._entry)
 
     def _run(self, job: Job) -> None:
         import torch
@@ -155,50 +179,49 @@ class ModelRunner:
             logits = self._forward([token])
 
     def _prefill(self, prompt_ids: list[int]) -> Any:
-        reuse = _common_prefix(self._cached_ids, prompt_ids)
-        reuse = min(reuse, len(prompt_ids) - 1)  # at least one token must run to get logits
-        if self._cache is None or reuse == 0:
-            from transformers import DynamicCache
-
-            self._cache, self._cached_ids = DynamicCache(), []
-        else:
-            self._cache.crop(reuse)
-            self._cached_ids = self._cached_ids[:reuse]
-        return self._forward(prompt_ids[reuse:])
-
-    def _forward_all(self, token_ids: list[int]) -> Any:
-        """Logits at every position of ``token_ids`` (shape [len, vocab]), extending the cache."""
-        out = self.model(input_ids=_tensor(token_ids), past_key_values=self._cache, use_cache=True)
-        self._cached_ids.extend(token_ids)
-        return out.logits[0].float()
-
-    def _rewind(self, length: int) -> None:
-        """Crop the cache back to its first ``length`` tokens."""
-        self._cache.crop(length)
-        del self._cached_ids[length:]
+        """Logits of the prompt's last position, starting from the best cached conversation."""
+        self._entry, reused = self.cache.checkout(prompt_ids)
+        return self._forward(prompt_ids[reused:])
 
     def _forward(self, token_ids: list[int]) -> Any:
+        """Run ``token_ids`` after the current cache; logits of the last position."""
+        return self._extend(token_ids, all_positions=False)[-1]
+
+    def _forward_all(self, token_ids: list[int]) -> Any:
+        """Run ``token_ids`` after the current cache; logits of every position, [len, vocab]."""
+        return self._extend(token_ids, all_positions=True)
+
+    def _rewind(self, length: int) -> None:
+        """Crop the current cache and its ids back to their first ``length`` tokens."""
+        assert self._entry is not None, "_rewind needs a conversation: call _prefill first"
+        self._entry.crop(length)
+
+    def _extend(self, token_ids: list[int], *, all_positions: bool) -> Any:
         import torch
 
-        out = self.model(
-            input_ids=torch.tensor([token_ids]),
-            past_key_values=self._cache,
-            use_cache=True,
-            logits_to_keep=1,
-        )
-        self._cached_ids.extend(token_ids)
-        return out.logits[0, -1].float()
+        entry = self._entry
+        assert entry is not None, "the model runs on a conversation: call _prefill first"
+        # From an empty cache the causal kernel needs no mask, so the whole input goes at
+        # once; after cached tokens each new one needs a mask row over the whole context,
+        # and chunks keep that mask (chunk x context floats) to tens of megabytes.
+        size = len(token_ids) if not entry.ids else _CHUNK_AFTER_CACHED
+        logits = []
+        for start in range(0, len(token_ids), size):
+            piece = token_ids[start : start + size]
+            # A decode step is made of operations too small to split: with another process
+            # on the other core, waiting for a second thread cost 15-90 ms per token against
+            # 11 ms on one thread (tiny model, 22k context). Long inputs still use them all.
+            torch.set_num_threads(self.threads if len(piece) >= _PARALLEL_FROM else 1)
+            out = self.model(
+                input_ids=torch.tensor([piece]),
+                past_key_values=entry.cache,
+                use_cache=True,
+                logits_to_keep=0 if all_positions else 1,
+            )
+            entry.ids.extend(piece)
+            logits.append(out.logits[0].float())
+        return torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
-def _tensor(token_ids: list[int]) -> Any:
-    import torch
-
-    return torch.tensor([token_ids])
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
+_CHUNK_AFTER_CACHED = 1024
+_PARALLEL_FROM = 512  # tokens in one forward pass

@@ -265,8 +265,14 @@ class Routes:
         return json_response({"object": "list", "data": [card]})
 
     async def health(self, request: web.Request) -> web.Response:
-        # vLLM answers an empty 200; the extra JSON is for humans and the test fixtures.
-        body = {"status": "ok", "policy_version": self.policy_version, "in_flight": self.engine.in_flight}
+        # vLLM answers an empty 200; the extra JSON is for humans, the test fixtures and the
+        # engine benchmark (the prefix cache's counters).
+        body = {
+            "status": "ok",
+            "policy_version": self.policy_version,
+            "in_flight": self.engine.in_flight,
+            "kv_cache": self.engine.runner.cache.snapshot(),
+        }
         return json_response(body)
 
     # -- checks ----------------------------------------------------------------------

@@ -11,6 +11,8 @@ from typing import Optional
 
 import typer
 
+from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES  # no torch: --help stays fast
+
 model_app = typer.Typer(help="Create models for the dev path.", no_args_is_help=True)
 engine_app = typer.Typer(help="Run the dev inference engine (vLLM's API on a CPU).", no_args_is_help=True)
 
@@ -63,6 +65,12 @@ def serve_command(
         "--unconstrained-json",
         help="Serve response_format json_schema/json_object requests without the constraint (else a 400).",
     ),
+    kv_cache_mib: int = typer.Option(
+        DEFAULT_BUDGET_MIB, "--kv-cache-mib", min=0, help="Memory for the KV caches of recent conversations (tiny model: 1 KiB/token)."
+    ),
+    kv_cache_entries: int = typer.Option(
+        DEFAULT_MAX_ENTRIES, "--kv-cache-entries", min=1, help="Conversations cached at most (1: only the previous request's)."
+    ),
 ) -> None:
     """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize)."""
     from components.core.choices import ChoiceBookError
@@ -80,6 +88,8 @@ def serve_command(
             threads=threads,
             max_model_len=max_model_len,
             unconstrained_json=unconstrained_json,
+            kv_cache_mib=kv_cache_mib,
+            kv_cache_entries=kv_cache_entries,
         )
     except (ScriptError, ChoiceBookError, EngineStartError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -14,6 +14,7 @@ from aiohttp import web
 from components.core.checkpoints import CHECKPOINT_INFO
 from components.core.choices import ChoiceBook, load_choice_book
 from components.engine._engine import DevEngine
+from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES, UnsupportedModel
 from components.engine._protocol import ApiError
 from components.engine._routes import Routes, json_response
 from components.engine._script import Script, load_script
@@ -65,6 +66,8 @@ def build_app(
     threads: int = 2,
     max_model_len: int | None = None,
     unconstrained_json: bool = False,
+    kv_cache_mib: int = DEFAULT_BUDGET_MIB,
+    kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
 ) -> web.Application:
     """Load the model and return the ready aiohttp application."""
     from components.engine._generation import ModelRunner
@@ -77,7 +80,16 @@ def build_app(
             "`openforge model init-tiny DIR`"
         )
     policy_version = policy_version_of(model_dir)
-    runner = ModelRunner(model_dir, threads=threads)
+    if kv_cache_mib < 0 or kv_cache_entries < 1:
+        raise EngineStartError(
+            f"--kv-cache-mib must be >= 0 (got {kv_cache_mib}) and --kv-cache-entries >= 1 (got {kv_cache_entries})"
+        )
+    try:
+        runner = ModelRunner(
+            model_dir, threads=threads, cache_budget_bytes=kv_cache_mib * 2**20, cache_entries=kv_cache_entries
+        )
+    except UnsupportedModel as exc:
+        raise EngineStartError(str(exc)) from None
     if max_model_len is not None:
         if not 0 < max_model_len <= runner.max_model_len:
             raise EngineStartError(
@@ -115,6 +127,8 @@ def serve(
     threads: int = 2,
     max_model_len: int | None = None,
     unconstrained_json: bool = False,
+    kv_cache_mib: int = DEFAULT_BUDGET_MIB,
+    kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
 ) -> None:
     """Serve ``model_dir`` on ``host:port`` until SIGINT or SIGTERM.
 
@@ -131,6 +145,8 @@ def serve(
         threads=threads,
         max_model_len=max_model_len,
         unconstrained_json=unconstrained_json,
+        kv_cache_mib=kv_cache_mib,
+        kv_cache_entries=kv_cache_entries,
     )
     _run(_serve_until_signalled(app, host, port))
 
