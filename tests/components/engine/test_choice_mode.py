@@ -15,14 +15,8 @@ import pytest
 from tests._servers import EngineServer
 from tests.components.engine.conftest import openai_client
 
-SHELL_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "shell",
-        "description": "Run a command",
-        "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
-    },
-}
+from components.rollout.reference_harness import SHELL_TOOL  # a shell tool with a `command`, as harnesses declare
+
 PROMPT = "Create a file named hello.txt containing exactly: hello"
 RIGHT = "echo hello > hello.txt"
 WRONG = "echo howdy > hello.txt"  # as many tokens as RIGHT: a random model then gives both similar odds
