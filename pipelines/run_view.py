@@ -133,8 +133,12 @@ def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: i
         (mlflow_metric_name(n) for n in ("pass@k", f"pass@{samples_per_task}") if any(mlflow_metric_name(n) in v for v in logged.values())),
         mlflow_metric_name("pass@k"),
     )
-    table = Table(title="Iterations")
-    for column in ("iteration", "reward mean", "pass@1", f"pass@{samples_per_task}", "rollouts ok", "failed", "trained tokens", "loss", "time"):
+    # Headers short enough for an 80-column terminal; the caption says what they hold.
+    table = Table(
+        title="Iterations",
+        caption="reward: mean over rollouts · ok/failed: rollouts · trained: sampled tokens the update learned from",
+    )
+    for column in ("it", "reward", "pass@1", f"pass@{samples_per_task}", "ok", "failed", "trained", "loss", "time"):
         table.add_column(column, justify="right")
     failed_keys = [mlflow_metric_name(f"rollouts/{s.value}") for s in RolloutStatus if s is not RolloutStatus.OK]
     for iteration, values in logged.items():

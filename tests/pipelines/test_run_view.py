@@ -55,3 +55,16 @@ def test_summary_table_shows_each_iteration_with_failed_rollouts_summed() -> Non
     rows = [line for line in text.splitlines() if line.startswith("│")]
     assert [cell.strip() for cell in rows[0].split("│")[1:-1]] == ["0", "0.250", "0.500", "0.750", "6", "2", "12,345", "0.125", "61s"]
     assert [cell.strip() for cell in rows[1].split("│")[1:-1]] == ["1", "0.500", "-", "-", "-", "0", "-", "-", "30s"]
+
+
+def test_summary_table_fits_an_80_column_terminal_without_cutting_a_header() -> None:
+    logged = {
+        i: {"reward/mean": 0.5, "pass_at_1": 0.5, "pass_at_k": 1.0, "rollouts/ok": 160, "rollouts/timeout": 2,
+            "batch/trained_tokens": 1_234_567, "train/loss": -0.0123, "time/iteration_s": 1234}
+        for i in range(12)
+    }  # fmt: skip
+    out = io.StringIO()
+    text = _render(summary_table(logged, 16, {}), Console(file=out, width=80), out)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text  # rich cuts what does not fit with an ellipsis
+    assert "1,234,567" in text and "pass@16" in text
