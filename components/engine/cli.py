@@ -7,11 +7,15 @@ Heavy imports (torch, transformers, aiohttp) happen inside the commands so that
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES  # no torch: --help stays fast
+
+if TYPE_CHECKING:
+    from components.core.config import ExperimentConfig
+    from components.core.storage import ArtifactStore
 
 model_app = typer.Typer(help="Create models for the dev path.", no_args_is_help=True)
 engine_app = typer.Typer(help="Run the dev inference engine (vLLM's API on a CPU).", no_args_is_help=True)
@@ -141,7 +145,7 @@ def serve_step_command(
         raise typer.Exit(code if code > 0 else 0)
 
 
-def _choice_book(config: object, iteration: int, store: object, tmp: Path) -> Path:
+def _choice_book(config: ExperimentConfig, iteration: int, store: ArtifactStore, tmp: Path) -> Path:
     """The book the prepare step wrote for this iteration, as a file for the engine."""
     from components.core.storage import run_layout
 
