@@ -86,9 +86,9 @@ _READING = (
     "from the executor's node events as the run's view received them: *serve start* = the engine's "
     "start until it answered its readiness probe, *rollouts* = first rollout pod started to last one "
     "ended, *other* = the rest of the wall time (between nodes: scheduling, MLflow, stopping the engine). "
-    "Seeded sampling seeds each call from the run's seed, the rollout id and the turn, not the iteration: "
-    "a rollout draws the same random numbers every iteration and in both runs, so only the policy moves its "
-    "choices; the verdicts treat the iterations' rollouts as independent, which overstates the noise."
+    "Seeded sampling seeds each call from the run's seed, the iteration, the rollout id and the turn: the "
+    "real run and its control draw the same random numbers in the same iteration, so what differs between "
+    "them is the policy, which the rewards moved."
 )
 
 
