@@ -43,17 +43,17 @@ def choose(runner: "ModelRunner", prompt_ids: list[int], reply: "ChoiceReply", t
     if len(reply.candidates) == 1:
         return reply.candidates[0]
     totals = torch.tensor(sequence_logprobs(runner, prompt_ids, reply.candidates), dtype=torch.float64)
+    probs = torch.softmax(totals / max(temperature, _GREEDY_BELOW), dim=-1)
     if temperature < _GREEDY_BELOW:
         index = int(torch.argmax(totals))
     else:
-        probs = torch.softmax(totals / temperature, dim=-1)
         index = int(torch.multinomial(probs.float(), 1, generator=generator))
     _log.info(
         "choice %s: drew %d of %d, p=%s, lengths=%s",
         reply.label or "-",
         index,
         len(totals),
-        [round(p, 4) for p in torch.softmax(totals / max(temperature, _GREEDY_BELOW), dim=-1).tolist()],
+        [round(p, 4) for p in probs.tolist()],
         [len(ids) for ids in reply.candidates],
     )
     return reply.candidates[index]

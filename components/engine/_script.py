@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -24,10 +23,6 @@ class Script(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     turns: list[ScriptedTurn]
-
-    def turn_for(self, messages: list[dict[str, Any]]) -> ScriptedTurn | None:
-        """The turn to play for this conversation, or None once the script is spent."""
-        return self.turn_at(sum(1 for m in messages if m.get("role") == "assistant"))
 
     def turn_at(self, index: int) -> ScriptedTurn | None:
         """The turn after ``index`` assistant turns, or None once the script is spent."""
