@@ -32,7 +32,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import aiohttp
 
-from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, write_section
+from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section
 from benchmarks.engine import report
 from benchmarks.engine.traffic import Engine, Session, filler, iteration, new_session, shared_prefix, take_turn
 from components.core.services import Service, free_port, start_service
@@ -165,13 +165,6 @@ def _pooled(runs: list[VariantResult]) -> VariantResult:
     )  # fmt: skip
 
 
-def _commit() -> str:
-    git = {"cwd": REPO, "capture_output": True, "text": True}
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], **git).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "components", "benchmarks"], **git).stdout.strip()
-    return head + (" with uncommitted changes" if dirty else "")
-
-
 def run(plan: Plan, work: Path, baseline: str | None, doc: Path | None, command: str) -> int:
     from components.engine import init_tiny_model
 
@@ -183,7 +176,7 @@ def run(plan: Plan, work: Path, baseline: str | None, doc: Path | None, command:
     ]
     if baseline is not None:
         variants.append((f"{report.BEFORE} ({baseline})", _export(baseline, work), ()))
-    date, load_before, commit = now_text(), os.getloadavg(), _commit()
+    date, load_before, commit = now_text(), os.getloadavg(), commit_text()
     runs: list[VariantResult] = []
     for round_ in range(plan.rounds):
         for index, (variant, code, args) in enumerate(variants if round_ % 2 == 0 else variants[::-1]):

@@ -26,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, write_section
+from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section
 from benchmarks.harness_learning import report
 from benchmarks.harness_learning.curve import HarnessIteration, read_run
 from benchmarks.overhead.probes import EventLog
@@ -83,7 +83,7 @@ def bench_harness(harness: str, iterations: int, samples: int, workdir: Path) ->
 
 def run(harnesses: list[str], iterations: int, samples: int, workdir: Path, doc: bool) -> int:
     os.chdir(REPO)  # the configs' relative task folders resolve from the repository
-    date = now_text()
+    date, commit = now_text(), commit_text()
     results = []
     for harness in harnesses:
         runs = bench_harness(harness, iterations, samples, workdir)
@@ -99,8 +99,10 @@ def run(harnesses: list[str], iterations: int, samples: int, workdir: Path, doc:
             command += f" --iterations {iterations}"
         if samples != SAMPLES_PER_TASK:
             command += f" --samples-per-task {samples}"
-        write_section(report.SECTION, report.section_markdown(command, date, machine_summary(), results))
-        _log(f"wrote the {report.SECTION!r} section of {DOC}")
+        for runs in results:
+            title = report.section_title(runs.harness)
+            write_section(title, report.section_markdown(command, commit, date, machine_summary(), runs))
+            _log(f"wrote the {title!r} section of {DOC}")
     return 0 if all(r.verdict().ok for r in results) else 1
 
 

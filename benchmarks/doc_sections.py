@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import platform
+import subprocess
 from pathlib import Path
 
 import psutil
@@ -36,6 +37,14 @@ def machine_summary() -> str:
         f"{psutil.cpu_count()} CPU cores shared with other work ({model or platform.processor()}), "
         f"{psutil.virtual_memory().total / 2**30:.0f} GiB, {platform.system()}, Python {platform.python_version()}"
     )
+
+
+def commit_text() -> str:
+    """The checked-out commit, and whether the code a benchmark runs differs from it."""
+    git = {"cwd": REPO, "capture_output": True, "text": True}
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], **git).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "components", "pipelines", "benchmarks"], **git)
+    return head + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 
 def now_text() -> str:

@@ -92,35 +92,36 @@ _READING = (
 )
 
 
-def section_markdown(command: str, date: str, machine: str, runs: Sequence[HarnessRuns]) -> str:
+def section_title(harness: str) -> str:
+    """Each harness has its own section, so a run of one harness keeps the other's figures."""
+    return f"{SECTION}: {harness}"
+
+
+def section_markdown(command: str, commit: str, date: str, machine: str, runs: HarnessRuns) -> str:
+    real_s, control_s = runs.wall_s
     lines = [
-        f"## {SECTION}",
+        f"## {section_title(runs.harness)}",
         "",
-        f"Command: `{command}` (the `bench-harness-learning` make target). Date: {date}. Machine: {machine}.",
+        f"Command: `{command}` (the `bench-harness-learning` make target), at commit {commit}. "
+        f"Date: {date}. Machine: {machine}.",
         "",
-        "Each harness's example config runs twice from the same seed, with seeded sampling: the real run, "
+        "The harness's example config runs twice from the same seed, with seeded sampling: the real run, "
         "and a control whose train step learns from rewards permuted within each group "
         "(`algorithm.shuffle_rewards`, docs/trainer.md). The real run must raise the pass rate clearly; "
         "the control must not, or the pipeline learns from something other than the reward.",
         "",
+        runs.setup,
+        "",
+        f"Real run ({real_s:.0f} s in all):",
+        "",
+        *table_markdown(runs.real),
+        "",
+        f"Shuffled-reward control ({control_s:.0f} s in all):",
+        "",
+        *table_markdown(runs.control),
+        "",
+        *(f"- {line}" for line in runs.verdict().lines()),
+        "",
+        _READING,
     ]
-    for harness_runs in runs:
-        real_s, control_s = harness_runs.wall_s
-        lines += [
-            f"### {harness_runs.harness}",
-            "",
-            harness_runs.setup,
-            "",
-            f"Real run ({real_s:.0f} s in all):",
-            "",
-            *table_markdown(harness_runs.real),
-            "",
-            f"Shuffled-reward control ({control_s:.0f} s in all):",
-            "",
-            *table_markdown(harness_runs.control),
-            "",
-            *(f"- {line}" for line in harness_runs.verdict().lines()),
-            "",
-        ]
-    lines.append(_READING)
     return "\n".join(lines) + "\n"
