@@ -23,7 +23,7 @@ import orjson
 from components.proxy.errors import ProxyError
 from components.proxy.provenance._completions import CompletionAsChat, chat_only, completions_body
 from components.proxy.provenance._memory import AnswerMemory, Sampled, answer_digest, context_digests
-from components.proxy.provenance._splice import closing_ids, splice
+from components.proxy.provenance._splice import NOT_A_PREFIX, closing_ids, splice, splice_rerendered
 from components.proxy.upstream import Upstream
 
 FIRST_TURN = "no assistant message in the history (a first turn)"
@@ -95,6 +95,12 @@ class TokenProvenance:
         if closing is None:
             return CLOSING_UNKNOWN
         prompt = splice(found, closing, through, whole)
+        if prompt == NOT_A_PREFIX:  # only the answer's own rendering may have changed: find its turn in whole
+            try:
+                opening = await self._tokenize(chat, messages[:last], generation_prompt=True)
+            except ProxyError as err:
+                return f"the engine's /tokenize failed: {err.message}"
+            prompt = splice_rerendered(found, closing, opening, whole)
         return prompt if isinstance(prompt, str) else (found, prompt)
 
     def remember(self, session_id: str, route: Route, chat: dict[str, Any], prompt_ids: list[int],

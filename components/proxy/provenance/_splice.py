@@ -10,6 +10,14 @@ template's ``closing`` (what it writes after an assistant message's content, e.g
 
 where the rest of the closing drops the end-of-turn token when the model sampled it
 itself. Every step is checked; a failed check names why, and the call takes the chat path.
+
+Some templates render an assistant message differently once more messages follow: Qwen3's
+writes an empty ``<think></think>`` before the latest answer but not before earlier ones,
+and strips a reasoning model's thinking from earlier turns. ``through`` is then no prefix
+of ``whole``, yet only that answer's own rendering differs, and it is replaced by the
+sampled ids anyway. ``splice_rerendered`` covers that case: it finds where the answer's
+turn starts (``opening``: the conversation before it, with the generation prompt) and
+ends (its closing) inside ``whole`` and keeps what follows.
 """
 
 from __future__ import annotations
@@ -19,6 +27,10 @@ from collections.abc import Sequence
 from components.proxy.provenance._memory import Sampled
 
 NOT_A_PREFIX = "the chat template renders the history differently once more messages follow"
+OPENING_DIFFERS = (
+    "the chat template renders the conversation before the last assistant message, or that message's start, "
+    "differently once more messages follow"
+)
 UNCLOSED_TURN = "the chat template does not close this assistant message the way it closes others"
 
 
@@ -41,7 +53,35 @@ def splice(sampled: Sampled, closing: Sequence[int], through: Sequence[int], who
         return NOT_A_PREFIX
     if closing and list(through[len(through) - len(closing) :]) != list(closing):
         return UNCLOSED_TURN
+    return _joined(sampled, closing, whole[len(through) :])
+
+
+def _joined(sampled: Sampled, closing: Sequence[int], rest: Sequence[int]) -> list[int]:
+    """Sampled prompt + completion + the closing's rest (less the end-of-turn token the model
+    sampled itself) + what follows the answer's turn."""
     completion = sampled.completion_ids
     ended_turn = bool(closing) and len(completion) > 0 and completion[-1] == closing[0]
     tail = list(closing[1:] if ended_turn else closing)
-    return [*sampled.prompt_ids, *completion, *tail, *whole[len(through) :]]
+    return [*sampled.prompt_ids, *completion, *tail, *rest]
+
+
+def splice_rerendered(
+    sampled: Sampled, closing: Sequence[int], opening: Sequence[int], whole: Sequence[int]
+) -> list[int] | str:
+    """The spliced prompt when only the answer's own rendering changed once more messages followed."""
+    if not closing:
+        return UNCLOSED_TURN
+    if len(whole) < len(opening) or list(whole[: len(opening)]) != list(opening):
+        return OPENING_DIFFERS
+    # The answer's turn ends at the first closing after its opening: closings start with the
+    # end-of-turn special token, which no rendered text produces.
+    closing, whole = list(closing), list(whole)
+    end = len(opening)
+    while True:
+        try:
+            end = whole.index(closing[0], end)
+        except ValueError:
+            return UNCLOSED_TURN
+        if whole[end : end + len(closing)] == closing:
+            return _joined(sampled, closing, whole[end + len(closing) :])
+        end += 1
