@@ -2,7 +2,7 @@
 
 Run in a virtual environment that has vLLM (its CPU build is enough; docs/engine.md):
 
-    /work/vllm-venv/bin/python scripts/record_vllm_parser_outputs.py
+    /work/vllm-venv/bin/python scripts/record_vllm_parser_outputs.py [--out FILE]
 
 It reads ``tests/fixtures/parsers/cases.json`` and writes ``tests/fixtures/parsers/vllm_outputs.json``:
 per case, vLLM's reasoning, content and tool calls (names and arguments; ids vary per run).
@@ -68,12 +68,13 @@ def vllm_version() -> str:
 
 
 def main() -> None:
+    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else FIXTURES / "vllm_outputs.json"
     fixtures = json.loads((FIXTURES / "cases.json").read_text())
     tokenizers = {False: tokenizer(), True: tokenizer(pre_v11=True)}
     outputs = {case["id"]: vllm_answer(tokenizers, fixtures["tools"], case) for case in fixtures["cases"]}
     golden = {"vllm_version": vllm_version(), "outputs": outputs}
-    (FIXTURES / "vllm_outputs.json").write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {len(outputs)} cases from vLLM {golden['vllm_version']} to {FIXTURES / 'vllm_outputs.json'}")
+    out.write_text(json.dumps(golden, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {len(outputs)} cases from vLLM {golden['vllm_version']} to {out}")
 
 
 if __name__ == "__main__":
