@@ -175,6 +175,7 @@ def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
             "--training",
             # Per iteration: a rollout id recurs every iteration and must not redraw the same numbers.
             *(["--sampling-seed", f"{config.seed}/{ITERATION}"] if config.rollout.seeded_sampling else []),
+            *_parser_flags(config),
         ],
         env=_config_env(),
         ports=[m.ContainerPort(name="proxy", container_port=PROXY_PORT)],
@@ -182,6 +183,13 @@ def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
         resources=pod_specs.resources(config.cluster, "proxy").build(),
         security_context=pod_specs.container_security(read_only_root=True),
     )
+
+
+def _parser_flags(config: ExperimentConfig) -> list[str]:
+    """The engine's answer formats, so the proxy's token path reads answers as the engine does."""
+    vllm = config.engine.vllm
+    flags = ["--tool-call-parser", vllm.tool_call_parser or "none"]
+    return flags + (["--reasoning-parser", vllm.reasoning_parser] if vllm.reasoning_parser else [])
 
 
 def _raw_s3(name: str, path: str, key: str, **kwargs: object) -> S3Artifact:

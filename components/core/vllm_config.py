@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from components.core.parsers import ReasoningParserName, ToolCallParserName
+
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
 
 
@@ -27,8 +29,16 @@ class VllmConfig(BaseModel):
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
         "bfloat16", description="Weights and activations dtype (the trainer's export is bfloat16)."
     )
-    tool_call_parser: str | None = Field(
-        "hermes", description="vLLM tool-call parser (Qwen2.5: hermes); null serves without tool parsing."
+    tool_call_parser: ToolCallParserName | None = Field(
+        "hermes",
+        description="Tool-call format of the policy's answers, by vLLM's parser name (Qwen2.5: hermes, "
+        "Qwen3-Coder: qwen3_coder); null: no tool parsing. The engine (vLLM or the dev engine) and the proxy's "
+        "token path both read answers with it (docs/proxy.md#answer-formats).",
+    )
+    reasoning_parser: ReasoningParserName | None = Field(
+        None,
+        description="Reasoning format, by vLLM's parser name (qwen3, deepseek_r1: <think>...</think>); null: "
+        "answers carry no reasoning field. Read by the engine and the proxy's token path alike.",
     )
     max_lora_rank: int = Field(64, ge=1, description="Largest adapter rank the engine accepts (>= trainer.lora.rank).")
     extra_args: list[str] = Field(default_factory=list, description="More `vllm serve` arguments, appended last.")

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from components.core.tool_calls import parses_tools
+from components.core.parsers import parses_tools
 
 MAX_TOP_LOGPROBS = 20  # vLLM's default --max-logprobs
 

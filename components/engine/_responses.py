@@ -12,7 +12,7 @@ from typing import Any
 
 from components.engine._generation import Step
 from components.engine._protocol import ChatRequest, CompletionRequest
-from components.core.tool_calls import ChatDeltas, chat_answer
+from components.core.parsers import REASONING_FIELD, ChatParsers
 
 
 def new_id(prefix: str) -> str:
@@ -83,14 +83,20 @@ def _finish(steps: list[Step]) -> tuple[str | None, str | int | None]:
     return (last.finish_reason, last.stop_reason) if last else ("stop", None)
 
 
+def _parsed(req: ChatRequest) -> dict[str, Any]:
+    """What the parsers read of a request: its tools and its tool choice."""
+    return {"tools": req.tool_dicts(), "tool_choice": req.tool_choice}
+
+
 def chat_response(
-    req: ChatRequest, model: str, prompt_ids: list[int], steps: list[Step], text: TokenText
+    req: ChatRequest, model: str, prompt_ids: list[int], steps: list[Step], text: TokenText, parsers: ChatParsers
 ) -> dict[str, Any]:
     finish_reason, stop_reason = _finish(steps)
-    content, tool_calls, finish_reason = chat_answer("".join(s.text for s in steps), finish_reason, req.parses_tools)
+    answer = parsers.answer("".join(s.text for s in steps), finish_reason, _parsed(req))
+    tool_calls, finish_reason = answer.tool_calls, answer.finish_reason
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": content,
+        "content": answer.content,
         "refusal": None,
         "annotations": None,
         "audio": None,
@@ -98,7 +104,7 @@ def chat_response(
     }
     if tool_calls:
         message["tool_calls"] = tool_calls
-    message["reasoning"] = None
+    message[REASONING_FIELD] = answer.reasoning
     choice = {
         "index": 0,
         "message": message,
@@ -125,12 +131,14 @@ def chat_response(
 class ChatStream:
     """Turns generation steps into ``chat.completion.chunk`` bodies."""
 
-    def __init__(self, req: ChatRequest, model: str, prompt_ids: list[int], text: TokenText) -> None:
+    def __init__(
+        self, req: ChatRequest, model: str, prompt_ids: list[int], text: TokenText, parsers: ChatParsers
+    ) -> None:
         self._req = req
         self._prompt_ids = prompt_ids
         self._text = text
         self._head = _chunk_head("chatcmpl", "chat.completion.chunk", model)
-        self._deltas = ChatDeltas(req.parses_tools)
+        self._deltas = parsers.deltas(_parsed(req))
         self._count = 0
         options = req.stream_options
         self._usage_each = bool(options and options.continuous_usage_stats)

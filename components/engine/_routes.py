@@ -32,6 +32,7 @@ from components.engine._responses import (
 )
 from components.engine._sampling import SamplingParams
 from components.core.choices import ChoiceBook
+from components.core.parsers import ChatParsers
 from components.core.scripted_turns import MissingToolError, ScriptedTurn
 from components.engine._script import Script
 
@@ -52,8 +53,10 @@ class Routes:
         script: Script | None,
         choices: ChoiceBook | None = None,
         unconstrained_json: bool = False,
+        parsers: ChatParsers = ChatParsers(),
     ) -> None:
         self.engine = engine
+        self.parsers = parsers
         self.served_model_name = served_model_name
         self.model_root = model_root
         self.policy_version = policy_version
@@ -83,10 +86,10 @@ class Routes:
         params = self._sampling(req, prompt_ids, req.requested_max_tokens, top, param="messages")
         steps = self.engine.generate(prompt_ids, params, reply)
         if req.stream:
-            stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text)
+            stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text, self.parsers)
             return await _send_events(request, _chat_chunks(stream, steps))
         collected = await _collect(steps)
-        return json_response(chat_response(req, self.served_model_name, prompt_ids, collected, self._token_text))
+        return json_response(chat_response(req, self.served_model_name, prompt_ids, collected, self._token_text, self.parsers))
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         req = parse_body(CompletionRequest, await _read_json(request))

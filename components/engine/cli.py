@@ -14,6 +14,7 @@ import typer
 from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES  # no torch: --help stays fast
 
 if TYPE_CHECKING:
+    from components.core.parsers import ChatParsers
     from components.core.config import ExperimentConfig
     from components.core.storage import ArtifactStore
 
@@ -75,6 +76,12 @@ def serve_command(
     kv_cache_entries: int = typer.Option(
         DEFAULT_MAX_ENTRIES, "--kv-cache-entries", min=1, help="Conversations cached at most (1: only the previous request's)."
     ),
+    tool_call_parser: str = typer.Option(
+        "hermes", "--tool-call-parser", help="Tool-call format of answers, by vLLM's name ('none': no parsing)."
+    ),
+    reasoning_parser: Optional[str] = typer.Option(
+        None, "--reasoning-parser", help="Reasoning format of answers, by vLLM's name (default: none)."
+    ),
 ) -> None:
     """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize)."""
     from components.core.choices import ChoiceBookError
@@ -82,6 +89,7 @@ def serve_command(
     from components.engine.server import EngineStartError, serve
 
     try:
+        parsers = _parsers(None if tool_call_parser == "none" else tool_call_parser, reasoning_parser)
         serve(
             model,
             host=host,
@@ -94,6 +102,7 @@ def serve_command(
             unconstrained_json=unconstrained_json,
             kv_cache_mib=kv_cache_mib,
             kv_cache_entries=kv_cache_entries,
+            parsers=parsers,
         )
     except (ScriptError, ChoiceBookError, EngineStartError) as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -134,6 +143,7 @@ def serve_step_command(
                 max_model_len=engine.max_model_len,
                 unconstrained_json=engine.dev_unconstrained_json,
                 choices=_choice_book(config, iteration, store, Path(tmp)) if engine.dev_mode == "choice" else None,
+                parsers=_parsers(engine.vllm.tool_call_parser, engine.vllm.reasoning_parser),
             )
             return
         try:
@@ -143,6 +153,21 @@ def serve_step_command(
             raise typer.Exit(2) from None
         # A vLLM stopped by the signal Argo sends the daemon exits by that signal: not a failure.
         raise typer.Exit(code if code > 0 else 0)
+
+
+def _parsers(tool_call_parser: str | None, reasoning_parser: str | None) -> ChatParsers:
+    """The answer formats by vLLM's names; an unknown name stops the engine with the supported ones."""
+    from components.core.parsers import ChatParsers, check_reasoning_parser, check_tool_call_parser
+    from components.engine.server import EngineStartError
+
+    try:
+        if tool_call_parser is not None:
+            check_tool_call_parser(tool_call_parser)
+        if reasoning_parser is not None:
+            check_reasoning_parser(reasoning_parser)
+    except ValueError as exc:
+        raise EngineStartError(str(exc)) from None
+    return ChatParsers(tool_call_parser, reasoning_parser)
 
 
 def _choice_book(config: ExperimentConfig, iteration: int, store: ArtifactStore, tmp: Path) -> Path:

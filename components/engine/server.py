@@ -13,6 +13,7 @@ from aiohttp import web
 
 from components.core.checkpoints import CHECKPOINT_INFO
 from components.core.choices import ChoiceBook, load_choice_book
+from components.core.parsers import ChatParsers
 from components.engine._engine import DevEngine
 from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES, UnsupportedModel
 from components.engine._protocol import ApiError
@@ -68,6 +69,7 @@ def build_app(
     unconstrained_json: bool = False,
     kv_cache_mib: int = DEFAULT_BUDGET_MIB,
     kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
+    parsers: ChatParsers = ChatParsers(),
 ) -> web.Application:
     """Load the model and return the ready aiohttp application."""
     from components.engine._generation import ModelRunner
@@ -107,6 +109,7 @@ def build_app(
         script=script,
         choices=choices,
         unconstrained_json=unconstrained_json,
+        parsers=parsers,
     ).register(app)
     app.on_cleanup.append(lambda _app: _close(engine))
     return app
@@ -129,6 +132,7 @@ def serve(
     unconstrained_json: bool = False,
     kv_cache_mib: int = DEFAULT_BUDGET_MIB,
     kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
+    parsers: ChatParsers = ChatParsers(),
 ) -> None:
     """Serve ``model_dir`` on ``host:port`` until SIGINT or SIGTERM.
 
@@ -147,6 +151,7 @@ def serve(
         unconstrained_json=unconstrained_json,
         kv_cache_mib=kv_cache_mib,
         kv_cache_entries=kv_cache_entries,
+        parsers=parsers,
     )
     _run(_serve_until_signalled(app, host, port))
 

@@ -74,6 +74,8 @@ def vllm_serve_command(
     ]  # fmt: skip
     if vllm.tool_call_parser:
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", vllm.tool_call_parser]
+    if vllm.reasoning_parser:
+        argv += ["--reasoning-parser", vllm.reasoning_parser]
     env = {}
     if config.trainer.lora.enabled:
         argv += ["--enable-lora", "--max-lora-rank", str(vllm.max_lora_rank), "--max-loras", "1"]

@@ -67,7 +67,7 @@ class CallHandler:
         self._upstream = upstream
         self._recorder = recorder
         self._tagger = CallTagger()
-        self._provenance = TokenProvenance(upstream) if config.provenance_on else None
+        self._provenance = TokenProvenance(upstream, config.parsers) if config.provenance_on else None
         self._images = ImageStore(config.out, fsync=config.fsync)
         self._conversations = Conversations(config.responses_store_mb)
         self.admission = Admission(config, recorder)

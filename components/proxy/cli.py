@@ -31,6 +31,12 @@ def proxy_command(
             help="Send echoed answers back as the token ids the policy sampled (default: on with --training).",
         ),
     ] = None,
+    tool_call_parser: Annotated[
+        str, typer.Option(help="Tool-call format the engine serves, by vLLM's name ('none': no parsing); the token path reads answers with it.")
+    ] = "hermes",
+    reasoning_parser: Annotated[
+        Optional[str], typer.Option(help="Reasoning format the engine serves, by vLLM's name (e.g. qwen3).")
+    ] = None,
     fsync: Annotated[
         bool, typer.Option("--fsync", help="fsync every record (machine-crash safety; kill -9 is safe without it).")
     ] = False,
@@ -75,6 +81,8 @@ def proxy_command(
             training=training,
             sampling_seed=sampling_seed,
             token_provenance=token_provenance,
+            tool_call_parser=None if tool_call_parser == "none" else tool_call_parser,
+            reasoning_parser=reasoning_parser,
             fsync=fsync,
             upstream_timeout_s=upstream_timeout_s,
             upstream_retries=upstream_retries,

@@ -6,6 +6,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretBytes, SecretStr, field_validator
 
+from components.core.parsers import ChatParsers, ReasoningParserName, ToolCallParserName
+
 
 class ProxyConfig(BaseModel):
     """Everything one recording proxy needs; every field is a CLI option of ``openforge proxy``."""
@@ -41,6 +43,14 @@ class ProxyConfig(BaseModel):
         description="Send a call whose history ends with an answer this proxy returned to the engine as token "
         "ids, that answer's sampled ids in place of its re-rendered text, so training rows never break on "
         "re-tokenisation (docs/proxy.md#token-provenance). Unset: on in training mode, off otherwise.",
+    )
+    tool_call_parser: ToolCallParserName | None = Field(
+        "hermes",
+        description="Tool-call format the token path reads answers with, by vLLM's parser name; the same as the "
+        "engine's (engine.vllm.tool_call_parser), so both paths give one answer. None: no tool parsing.",
+    )
+    reasoning_parser: ReasoningParserName | None = Field(
+        None, description="Reasoning format the token path reads answers with (engine.vllm.reasoning_parser)."
     )
     fsync: bool = Field(
         False,
@@ -92,6 +102,10 @@ class ProxyConfig(BaseModel):
     upstream_api_key: SecretStr | None = Field(
         None, description="Sent upstream as a Bearer token (vLLM started with --api-key); never returned or recorded."
     )
+
+    @property
+    def parsers(self) -> ChatParsers:
+        return ChatParsers(self.tool_call_parser, self.reasoning_parser)
 
     @property
     def provenance_on(self) -> bool:

@@ -2,7 +2,7 @@
 
 The request keeps the chat request's sampling settings; the answer (whole or streamed) is
 turned into the chat completion the chat endpoint would have produced: the same
-tool-call parser (``components.core.tool_calls``, vLLM's hermes), the same finish
+answer formats (``components.core.parsers``, configured as the engine's), the same finish
 reasons, logprobs in chat's shape, token ids where the engine put them for chat. Every
 surface then answers the harness from it unchanged.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.core.tool_calls import ChatDeltas, chat_answer, parses_tools
+from components.core.parsers import REASONING_FIELD, ChatDeltas, ChatParsers
 
 # Chat fields a text completion takes as they are (vLLM's names on both endpoints).
 _PASSED = (
@@ -54,8 +54,9 @@ def completions_body(chat: dict[str, Any], prompt_ids: list[int]) -> dict[str, A
 class CompletionAsChat:
     """The engine's text completion as the chat completion the chat endpoint would return."""
 
-    def __init__(self, chat: dict[str, Any], prompt_ids: list[int]) -> None:
-        self._parse = parses_tools(chat.get("tools"), chat.get("tool_choice"))
+    def __init__(self, chat: dict[str, Any], prompt_ids: list[int], parsers: ChatParsers) -> None:
+        self._parsers = parsers
+        self._request = chat
         top = chat.get("top_logprobs")
         self._top = top if isinstance(top, int) and not isinstance(top, bool) else 0
         self._prompt_ids = prompt_ids
@@ -71,11 +72,13 @@ class CompletionAsChat:
         for choice in completion["choices"]:
             prompt_ids = choice.get("prompt_token_ids") or prompt_ids
             text, finish = choice.get("text") or "", choice.get("finish_reason")
-            content, tool_calls, finish = chat_answer(text, finish, self._parse)
-            message: dict[str, Any] = {"role": "assistant", "content": content}
-            if tool_calls:
-                message["tool_calls"] = tool_calls
-            choices.append(self._choice(choice, {"message": message}, finish))
+            parsed = self._parsers.answer(text, finish, self._request)
+            message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+            if parsed.reasoning is not None:
+                message[REASONING_FIELD] = parsed.reasoning
+            if parsed.tool_calls:
+                message["tool_calls"] = parsed.tool_calls
+            choices.append(self._choice(choice, {"message": message}, parsed.finish_reason))
         return {
             **self._chat_head(completion, "chat.completion"),
             "choices": choices,
@@ -89,7 +92,7 @@ class CompletionAsChat:
             return [chunk]
         out: list[dict[str, Any]] = []
         if self._deltas is None:
-            self._deltas = ChatDeltas(self._parse)
+            self._deltas = self._parsers.deltas(self._request)
             self._head = self._chat_head(chunk, "chat.completion.chunk")
             opening = {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None}
             opening["finish_reason"] = None

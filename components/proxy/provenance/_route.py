@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from components.core.parsers import ChatParsers
 from components.proxy.errors import ProxyError
 from components.proxy.provenance._completions import CompletionAsChat, chat_only, completions_body
 from components.proxy.provenance._memory import AnswerMemory, Sampled, answer_digest, context_digests
@@ -54,8 +55,9 @@ class Route:
 class TokenProvenance:
     """Remembers each session's answers and routes calls that echo one to the token path."""
 
-    def __init__(self, upstream: Upstream, memory: AnswerMemory | None = None) -> None:
+    def __init__(self, upstream: Upstream, parsers: ChatParsers, memory: AnswerMemory | None = None) -> None:
         self._upstream = upstream
+        self._parsers = parsers
         self._memory = memory or AnswerMemory()
         self._closings: dict[bytes, list[int] | None] = {}
 
@@ -68,7 +70,7 @@ class TokenProvenance:
             route.reason = planned
         else:
             sampled, prompt = planned
-            route.body, route.answer = completions_body(chat, prompt), CompletionAsChat(chat, prompt)
+            route.body, route.answer = completions_body(chat, prompt), CompletionAsChat(chat, prompt, self._parsers)
             route.continues = sampled.call_index
         return route
 

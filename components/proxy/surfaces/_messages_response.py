@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from components.core.parsers import REASONING_FIELD
 from components.proxy.errors import ProxyError
 from components.proxy.surfaces._checks import short_id
 
@@ -66,6 +67,11 @@ def tool_input(arguments: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def thinking_block(text: str) -> dict[str, Any]:
+    # No signature: the engine signs nothing, and the proxy drops thinking blocks sent back.
+    return {"type": "thinking", "thinking": text, "signature": ""}
+
+
 def message_shell(engine_id: Any, request: dict[str, Any], engine_model: Any) -> dict[str, Any]:
     """A Message without content, stop reason or usage (what message_start carries)."""
     return {
@@ -86,6 +92,8 @@ def message_body(chat: dict[str, Any], request: dict[str, Any]) -> dict[str, Any
     choices = chat.get("choices") or [{}]
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
+    if message.get(REASONING_FIELD):
+        body["content"].append(thinking_block(message[REASONING_FIELD]))
     if message.get("content"):
         body["content"].append({"type": "text", "text": message["content"]})
     for position, call in enumerate(message.get("tool_calls") or ()):

@@ -16,7 +16,15 @@ import orjson
 from components.proxy.errors import ProxyError
 from components.proxy.sse import sse_event
 from components.proxy.surfaces.base import ChunkByChunk
-from components.proxy.surfaces._messages_response import error_body, message_shell, stop_reason, tool_use_id, usage
+from components.core.parsers import REASONING_FIELD
+from components.proxy.surfaces._messages_response import (
+    error_body,
+    message_shell,
+    stop_reason,
+    thinking_block,
+    tool_use_id,
+    usage,
+)
 
 
 def _event(kind: str, body: dict[str, Any]) -> bytes:
@@ -29,7 +37,7 @@ class MessagesStream(ChunkByChunk):
         self._engine_id: Any = None
         self._started = False
         self._failed = False
-        self._open: tuple[str, int] | None = None  # ("text", -1) or ("tool", engine tool index)
+        self._open: tuple[str, int] | None = None  # ("thinking" or "text", -1) or ("tool", engine tool index)
         self._blocks = 0  # content blocks started so far
         self._tool_blocks: dict[int, int] = {}  # engine tool-call index -> content block index
         self._finish: Any = None
@@ -62,6 +70,11 @@ class MessagesStream(ChunkByChunk):
 
     def _choice(self, choice: dict[str, Any], out: list[bytes]) -> None:
         delta = choice.get("delta") or {}
+        thinking = delta.get(REASONING_FIELD)
+        if isinstance(thinking, str) and thinking:
+            if self._open != ("thinking", -1):
+                out.append(self._begin(("thinking", -1), thinking_block("")))
+            out.append(self._delta({"type": "thinking_delta", "thinking": thinking}))
         text = delta.get("content")
         if isinstance(text, str) and text:
             if self._open != ("text", -1):

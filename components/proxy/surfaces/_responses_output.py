@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from components.core.parsers import REASONING_FIELD
 from components.proxy.errors import ProxyError
 from components.proxy.surfaces._checks import short_id
 from components.proxy.surfaces._computer import COMPUTER, action_of, computer_call_item, declares_computer
@@ -22,6 +23,7 @@ class ResponseIds:
         self.base = short_id(engine_id)
         self.response = f"resp_{self.base}"
         self.message = f"msg_{self.base}"
+        self.reasoning = f"rs_{self.base}"
 
     def function_call(self, position: int) -> str:
         return f"fc_{self.base}_{position}"
@@ -37,6 +39,11 @@ class ResponseIds:
 
 def text_part(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+def reasoning_item(ids: ResponseIds, text: str, status: str = "completed") -> dict[str, Any]:
+    content = [{"type": "reasoning_text", "text": text}]
+    return {"id": ids.reasoning, "type": "reasoning", "summary": [], "content": content, "status": status}
 
 
 def message_item(ids: ResponseIds, text: str | None, status: str = "completed") -> dict[str, Any]:
@@ -137,6 +144,8 @@ def response_from_chat(chat: dict[str, Any], request: dict[str, Any]) -> dict[st
     choice = choices[0] if isinstance(choices[0], dict) else {}
     message = choice.get("message") or {}
     output: list[dict[str, Any]] = []
+    if message.get(REASONING_FIELD):
+        output.append(reasoning_item(ids, message[REASONING_FIELD]))
     if message.get("content"):
         output.append(message_item(ids, message["content"]))
     names = tool_names(request.get("tools"))

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from components.core.parsers import REASONING_FIELD
 from components.proxy.errors import ProxyError
 from components.proxy.sse import sse_event
 from components.proxy.surfaces._computer import COMPUTER, declares_computer
@@ -25,6 +26,7 @@ from components.proxy.surfaces._responses_output import (
     error_code,
     function_call_item,
     message_item,
+    reasoning_item,
     response_body,
     status_of,
     text_part,
@@ -87,6 +89,9 @@ class ResponsesStream(ChunkByChunk):
 
     def _choice(self, choice: dict[str, Any], out: list[bytes]) -> None:
         delta = choice.get("delta") or {}
+        reasoning = delta.get(REASONING_FIELD)
+        if isinstance(reasoning, str) and reasoning:
+            out.append(self._reasoning_delta(reasoning))
         text = delta.get("content")
         if isinstance(text, str) and text:
             out.append(self._text_delta(text))
@@ -105,6 +110,16 @@ class ResponsesStream(ChunkByChunk):
             head += self._event("response.content_part.added", **self._where(), content_index=0, part=text_part(""))
         self._text.append(text)
         return head + self._event("response.output_text.delta", **self._where(), content_index=0, delta=text, logprobs=[])
+
+    def _reasoning_delta(self, text: str) -> bytes:
+        head = b""
+        if self._open is None or self._open["type"] != "reasoning":
+            head = self._close()
+            self._open = reasoning_item(self._ids, "", status="in_progress")
+            self._text = []
+            head += self._event("response.output_item.added", output_index=len(self._output), item=self._open)
+        self._text.append(text)
+        return head + self._event("response.reasoning_text.delta", **self._where(), content_index=0, delta=text)
 
     def _call_delta(self, call: dict[str, Any]) -> bytes:
         index = call.get("index", 0)
@@ -137,7 +152,11 @@ class ResponsesStream(ChunkByChunk):
         where = {"item_id": item["id"], "output_index": len(self._output)}
         if self._held:
             return self._close_held(item)
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            text = "".join(self._text)
+            item = reasoning_item(self._ids, text)
+            events = self._event("response.reasoning_text.done", **where, content_index=0, text=text)
+        elif item["type"] == "message":
             text = "".join(self._text)
             part = text_part(text)
             item = {**item, "status": "completed", "content": [part]}

@@ -1,0 +1,74 @@
+"""The token path reads answers with the engine's configured formats: one answer whichever path served a call.
+
+A scripted dev engine writes a Qwen3-Coder XML tool call (not hermes) and reasoning; the
+proxy, configured like the engine, serves the echoed turn from the engine's text
+completion and must give the answer the engine's own chat endpoint gives.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import openai
+import pytest
+
+from components.core import read_session
+
+TOOLS = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object", "properties": {
+    "dir": {"type": "string"}, "depth": {"type": "integer"}}}}}]  # fmt: skip
+CALL = "<think>\nList it.\n</think>\n\n<tool_call>\n<function=ls>\n<parameter=dir>\n/tmp\n</parameter>\n<parameter=depth>\n2\n</parameter>\n</function>\n</tool_call>"
+SCRIPT = {"turns": [{"content": "Hello."}, {"content": CALL}]}
+USER = {"role": "user", "content": "list /tmp"}
+FLAGS = ("--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3")
+
+
+@pytest.fixture(scope="module")
+def coder_engine(make_dev_engine: Callable[..., Any]) -> Any:
+    return make_dev_engine(script=SCRIPT, args=FLAGS)
+
+
+def _client(base: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=base, api_key="unused", max_retries=0)
+
+
+def _answer(message: Any) -> dict[str, Any]:
+    calls = [(c.function.name, json.loads(c.function.arguments)) for c in message.tool_calls or ()]
+    return {"content": message.content, "reasoning": getattr(message, "reasoning", None), "calls": calls}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_token_path_answers_as_the_engines_chat_endpoint(
+    coder_engine: Any, make_proxy: Callable[..., str], tmp_path: Path, stream: bool
+) -> None:
+    proxy = make_proxy(coder_engine.url, training=True, tool_call_parser="qwen3_coder", reasoning_parser="qwen3")
+    via_proxy = _client(f"{proxy}/s/s1/v1")
+    first = via_proxy.chat.completions.create(model="m", messages=[USER], tools=TOOLS).choices[0].message
+    history = [USER, {"role": "assistant", "content": first.content}, {"role": "user", "content": "go on"}]
+    direct = _client(f"{coder_engine.url}/v1").chat.completions.create(model=None, messages=history, tools=TOOLS)
+    expected = _answer(direct.choices[0].message)
+    assert expected == {"content": None, "reasoning": "\nList it.\n", "calls": [("ls", {"dir": "/tmp", "depth": 2})]}
+    if stream:
+        got = _streamed(via_proxy, history)
+    else:
+        got = _answer(via_proxy.chat.completions.create(model="m", messages=history, tools=TOOLS).choices[0].message)
+    assert got == expected
+    token_call = read_session(tmp_path / "out" / "s1.jsonl")[-1]
+    assert token_call.provenance.path == "tokens"
+
+
+def _streamed(client: openai.OpenAI, history: list[dict[str, Any]]) -> dict[str, Any]:
+    reasoning, content, names, arguments = "", "", {}, {}
+    for chunk in client.chat.completions.create(model="m", messages=history, tools=TOOLS, stream=True):
+        for choice in chunk.choices:
+            delta = choice.delta
+            reasoning += getattr(delta, "reasoning", None) or ""
+            content += delta.content or ""
+            for call in delta.tool_calls or ():
+                if call.function and call.function.name:
+                    names[call.index] = call.function.name
+                if call.function and call.function.arguments:
+                    arguments[call.index] = arguments.get(call.index, "") + call.function.arguments
+    calls = [(names[i], json.loads(arguments.get(i, "{}"))) for i in sorted(names)]
+    return {"content": content.strip() or None, "reasoning": reasoning or None, "calls": calls}
