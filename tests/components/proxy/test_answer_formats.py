@@ -2,7 +2,8 @@
 
 A scripted dev engine writes a Qwen3-Coder XML tool call (not hermes) and reasoning; the
 proxy, configured like the engine, serves the echoed turn from the engine's text
-completion and must give the answer the engine's own chat endpoint gives.
+completion and must give the answer the engine's own chat endpoint gives. A harness
+that sends that answer back without its reasoning still continues the row.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+import httpx
 import openai
 import pytest
 
@@ -19,7 +21,7 @@ from components.core import read_session
 TOOLS = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object", "properties": {
     "dir": {"type": "string"}, "depth": {"type": "integer"}}}}}]  # fmt: skip
 CALL = "<think>\nList it.\n</think>\n\n<tool_call>\n<function=ls>\n<parameter=dir>\n/tmp\n</parameter>\n<parameter=depth>\n2\n</parameter>\n</function>\n</tool_call>"
-SCRIPT = {"turns": [{"content": "Hello."}, {"content": CALL}]}
+SCRIPT = {"turns": [{"content": "Hello."}, {"content": CALL}, {"content": "Done."}]}
 USER = {"role": "user", "content": "list /tmp"}
 FLAGS = ("--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3")
 
@@ -72,3 +74,33 @@ def _streamed(client: openai.OpenAI, history: list[dict[str, Any]]) -> dict[str,
                     arguments[call.index] = arguments.get(call.index, "") + call.function.arguments
     calls = [(names[i], json.loads(arguments.get(i, "{}"))) for i in sorted(names)]
     return {"content": content.strip() or None, "reasoning": reasoning or None, "calls": calls}
+
+
+def test_an_answer_echoed_without_its_thinking_continues_the_row_with_the_sampled_thinking(
+    coder_engine: Any, make_proxy: Callable[..., str], tmp_path: Path
+) -> None:
+    proxy = make_proxy(coder_engine.url, training=True, tool_call_parser="qwen3_coder", reasoning_parser="qwen3")
+    client = _client(f"{proxy}/s/think/v1")
+    history: list[dict[str, Any]] = [USER]
+    first = client.chat.completions.create(model="m", messages=history, tools=TOOLS).choices[0].message
+    history += [{"role": "assistant", "content": first.content}, {"role": "user", "content": "go on"}]
+    reply = client.chat.completions.create(model="m", messages=history, tools=TOOLS).choices[0].message
+    assert reply.reasoning and reply.tool_calls, "the scripted turn reasons, then calls a tool"
+    # The harness keeps the visible answer only, as most do: no reasoning field.
+    calls = [{"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
+             for c in reply.tool_calls]  # fmt: skip
+    history += [{"role": "assistant", "content": reply.content, "tool_calls": calls},
+                {"role": "tool", "tool_call_id": calls[0]["id"], "content": "a b"}]  # fmt: skip
+    client.chat.completions.create(model="m", messages=history, tools=TOOLS)
+
+    *_, thinking, after = read_session(tmp_path / "out" / "think.jsonl")
+    assert after.provenance.path == "tokens" and after.provenance.continues_call == thinking.call_index
+    sampled = [*thinking.prompt_token_ids, *thinking.completion_token_ids]
+    assert after.prompt_token_ids[: len(sampled)] == sampled, "the row continues through the sampled thinking"
+    body = {"model": coder_engine.model, "prompt": "List it.", "add_special_tokens": False}
+    think_ids = httpx.post(f"{coder_engine.url}/tokenize", json=body).json()["tokens"]
+    assert _contains(thinking.completion_token_ids, think_ids), "the sampled completion holds the thinking"
+
+
+def _contains(ids: list[int], part: list[int]) -> bool:
+    return any(ids[i : i + len(part)] == part for i in range(len(ids) - len(part) + 1))
