@@ -10,7 +10,7 @@ with where they came from:
 
 The output (``tests/fixtures/openapi/<api>.json``) keeps the spec's layout
 (``components.schemas``), so every ``$ref`` resolves against the file as written.
-docs/proxy.md says which commits the committed files were made from.
+Each committed file names, under ``x-source``, the commit it was made from.
 """
 
 from __future__ import annotations
