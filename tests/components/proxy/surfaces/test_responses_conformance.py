@@ -94,3 +94,17 @@ def test_the_schemas_refuse_a_response_missing_a_required_field(tool_script_engi
     assert_conforms("openai", "Response", answer, "the Response")
     for field in ("id", "output", "created_at", "tools"):
         assert problems("openai", "Response", broken(answer, field)), field
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_namespaced_and_computer_calls_validate(stream: bool, fake_engine, make_proxy: Callable[..., str]) -> None:
+    """Codex's namespaced function calls and Stagehand's computer calls, as items and events."""
+    namespace = {"type": "namespace", "name": "files", "description": "Files.", "tools": [{"type": "function", "name": "read"}]}
+    computer = {"type": "computer_use_preview", "display_width": 1280, "display_height": 800, "environment": "browser"}
+    fake_engine.tool_calls = [
+        {"name": "files__read", "arguments": '{"path": "a"}'},
+        {"name": "computer", "arguments": '{"type": "click", "button": "left", "x": 10, "y": 20}'},
+    ]
+    body = {"model": "m", "input": "go", "tools": [namespace, computer], "stream": stream}
+    checked = checked_answer("openai", _post(make_proxy(fake_engine.url), body), body="Response", event="ResponseStreamEvent")
+    assert [item["type"] for item in _final(checked, stream)["output"]] == ["function_call", "computer_call"]
