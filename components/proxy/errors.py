@@ -57,7 +57,9 @@ class ProxyError(Exception):
 
 def openai_error_body(err: ProxyError) -> dict[str, Any]:
     """OpenAI's error shape, which OpenAI SDKs parse into their exception types."""
-    return {"error": {"message": err.message, "type": err.type, "param": err.param, "code": err.code}}
+    # OpenAI's schema types `code` as a string; vLLM's errors carry the HTTP status as a number.
+    code = err.code if err.code is None or isinstance(err.code, str) else str(err.code)
+    return {"error": {"message": err.message, "type": err.type, "param": err.param, "code": code}}
 
 
 def error_response(err: ProxyError, body: dict[str, Any] | None = None) -> web.Response:

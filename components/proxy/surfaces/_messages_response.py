@@ -20,9 +20,12 @@ _ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
-    413: "request_too_large",
+    # Anthropic's docs name a 413 `request_too_large`, but neither its published spec nor its
+    # SDKs' error types know that type; the status tells the SDKs what happened.
+    413: "invalid_request_error",
     429: "rate_limit_error",
     503: "overloaded_error",
+    504: "timeout_error",
     529: "overloaded_error",
 }
 
@@ -47,15 +50,29 @@ def stop_reason(finish_reason: Any, engine_stop: Any, request: dict[str, Any]) -
     return _STOP_REASONS.get(finish_reason, "end_turn"), None
 
 
-def usage(chat_usage: Any, *, prompt_tokens: int | None = None) -> dict[str, int]:
+def usage(chat_usage: Any, *, prompt_tokens: int | None = None) -> dict[str, Any]:
+    """A Message's usage; what the proxy has no counterpart for (server tools, regions, tiers) is null."""
     chat_usage = chat_usage if isinstance(chat_usage, dict) else {}
     inputs = chat_usage.get("prompt_tokens", prompt_tokens)
     return {
         "input_tokens": inputs if isinstance(inputs, int) else 0,
         "cache_creation_input_tokens": 0,
         "cache_read_input_tokens": 0,
+        "cache_creation": None,
         "output_tokens": chat_usage.get("completion_tokens") or 0,
+        "server_tool_use": None,
+        "service_tier": None,
+        "inference_geo": None,
     }
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text, "citations": None}
+
+
+def tool_use_block(block_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    # `caller` is "direct": the model called the tool itself (not from server-side code execution).
+    return {"type": "tool_use", "id": block_id, "name": name, "input": arguments, "caller": {"type": "direct"}}
 
 
 def tool_input(arguments: Any) -> dict[str, Any]:
@@ -83,6 +100,7 @@ def message_shell(engine_id: Any, request: dict[str, Any], engine_model: Any) ->
         "stop_reason": None,
         "stop_sequence": None,
         "stop_details": None,
+        "container": None,
     }
 
 
@@ -95,17 +113,11 @@ def message_body(chat: dict[str, Any], request: dict[str, Any]) -> dict[str, Any
     if message.get(REASONING_FIELD):
         body["content"].append(thinking_block(message[REASONING_FIELD]))
     if message.get("content"):
-        body["content"].append({"type": "text", "text": message["content"]})
+        body["content"].append(text_block(message["content"]))
     for position, call in enumerate(message.get("tool_calls") or ()):
         function = call.get("function") or {}
-        body["content"].append(
-            {
-                "type": "tool_use",
-                "id": tool_use_id(call, chat.get("id"), position),
-                "name": function.get("name") or "",
-                "input": tool_input(function.get("arguments")),
-            }
-        )
+        block_id = tool_use_id(call, chat.get("id"), position)
+        body["content"].append(tool_use_block(block_id, function.get("name") or "", tool_input(function.get("arguments"))))
     body["stop_reason"], body["stop_sequence"] = stop_reason(choice.get("finish_reason"), choice.get("stop_reason"), request)
     body["usage"] = usage(chat.get("usage"))
     return body
@@ -114,4 +126,5 @@ def message_body(chat: dict[str, Any], request: dict[str, Any]) -> dict[str, Any
 def error_body(err: ProxyError) -> dict[str, Any]:
     """Anthropic's error shape, which its SDKs parse into their exception types."""
     kind = _ERROR_TYPES.get(err.status, "api_error" if err.status >= 500 else "invalid_request_error")
-    return {"type": "error", "error": {"type": kind, "message": err.message}}
+    # request_id is required (nullable): the proxy's answers come from no Anthropic request.
+    return {"type": "error", "error": {"type": kind, "message": err.message}, "request_id": None}

@@ -13,15 +13,17 @@ from typing import Any
 
 import orjson
 
+from components.core.parsers import REASONING_FIELD
 from components.proxy.errors import ProxyError
 from components.proxy.sse import sse_event
 from components.proxy.surfaces.base import ChunkByChunk
-from components.core.parsers import REASONING_FIELD
 from components.proxy.surfaces._messages_response import (
     error_body,
     message_shell,
     stop_reason,
+    text_block,
     thinking_block,
+    tool_use_block,
     tool_use_id,
     usage,
 )
@@ -78,7 +80,7 @@ class MessagesStream(ChunkByChunk):
         text = delta.get("content")
         if isinstance(text, str) and text:
             if self._open != ("text", -1):
-                out.append(self._begin(("text", -1), {"type": "text", "text": ""}))
+                out.append(self._begin(("text", -1), text_block("")))
             out.append(self._delta({"type": "text_delta", "text": text}))
         for call in delta.get("tool_calls") or ():
             self._tool_delta(call, out)
@@ -91,12 +93,7 @@ class MessagesStream(ChunkByChunk):
         function = call.get("function") or {}
         if index not in self._tool_blocks:
             self._tool_blocks[index] = self._blocks
-            block = {
-                "type": "tool_use",
-                "id": tool_use_id(call, self._engine_id, index),
-                "name": function.get("name") or "",
-                "input": {},
-            }
+            block = tool_use_block(tool_use_id(call, self._engine_id, index), function.get("name") or "", {})
             out.append(self._begin(("tool", index), block))
         arguments = function.get("arguments")
         if arguments:
@@ -127,8 +124,9 @@ class MessagesStream(ChunkByChunk):
         head = b"" if self._started else self._start(None)
         reason, sequence = stop_reason(self._finish, self._engine_stop, self._request)
         final = usage(self._usage, prompt_tokens=self._prompt_tokens)
-        delta_usage = {"input_tokens": final["input_tokens"], "output_tokens": final["output_tokens"]}
-        delta = {"stop_reason": reason, "stop_sequence": sequence}
+        cumulative = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "server_tool_use")
+        delta_usage = {key: final[key] for key in cumulative}
+        delta = {"stop_reason": reason, "stop_sequence": sequence, "container": None}
         return (
             head
             + self._close()

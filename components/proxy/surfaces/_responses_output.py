@@ -91,7 +91,7 @@ def usage(chat_usage: Any, prompt_tokens: int | None = None) -> dict[str, Any]:
     outputs = chat_usage.get("completion_tokens") or 0
     return {
         "input_tokens": inputs,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": outputs,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": inputs + outputs,
@@ -110,10 +110,11 @@ def response_body(
     output: list[dict[str, Any]], usage: dict[str, Any] | None = None, incomplete: dict[str, str] | None = None,
     error: dict[str, Any] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
-    return {
+    body = {
         "id": ids.response,
         "object": "response",
         "created_at": created if isinstance(created, (int, float)) else int(time.time()),
+        "completed_at": int(time.time()) if status == "completed" else None,
         "status": status,
         "background": False,
         "error": error,
@@ -126,6 +127,7 @@ def response_body(
         "parallel_tool_calls": request.get("parallel_tool_calls", True),
         "previous_response_id": request.get("previous_response_id"),
         "reasoning": {"effort": None, "summary": None},
+        "service_tier": "default",  # the proxy serves one tier, whatever the request asked
         "store": request.get("store", False),
         "temperature": request.get("temperature"),
         "text": {"format": {"type": "text"}},
@@ -133,8 +135,10 @@ def response_body(
         "tools": request.get("tools") or [],
         "top_p": request.get("top_p"),
         "truncation": "disabled",
-        "usage": usage,
     }
+    if usage is not None:  # not known before the end; the schema allows no null in its place
+        body["usage"] = usage
+    return body
 
 
 def response_from_chat(chat: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:

@@ -39,6 +39,34 @@ class _ClientWants:
                 choice["logprobs"] = None
 
 
+# Fields OpenAI's schema types as an object, array or string that vLLM sends as null when
+# unset: a null there holds nothing, and a client generated from the schema may refuse it.
+_NULL_FREE_TOP = ("system_fingerprint",)
+_NULL_FREE_USAGE = ("prompt_tokens_details", "completion_tokens_details")
+_NULL_FREE_MESSAGE = ("annotations", "function_call")
+
+
+def _conform(body: dict[str, Any], message_key: str) -> None:
+    """Make an engine answer or chunk what OpenAI's schema allows, losing nothing it says."""
+    for key in _NULL_FREE_TOP:
+        if key in body and body[key] is None:
+            del body[key]
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        for key in _NULL_FREE_USAGE:
+            if key in usage and usage[key] is None:
+                del usage[key]
+    for choice in body.get("choices") or ():
+        message = choice.get(message_key)
+        if isinstance(message, dict):
+            for key in _NULL_FREE_MESSAGE:
+                if key in message and message[key] is None:
+                    del message[key]
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and "refusal" not in logprobs:
+            logprobs["refusal"] = None  # required (nullable); vLLM reports content tokens only
+
+
 class ChatSurface:
     api = "chat.completions"
     path = "/v1/chat/completions"
@@ -76,6 +104,7 @@ class ChatSurface:
 
     def to_client(self, completion: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
         _ClientWants(request).strip(completion)
+        _conform(completion, "message")
         return completion
 
     def stream(self, request: dict[str, Any]) -> "_ChatStream":
@@ -100,6 +129,7 @@ class _ChatStream:
             if not chunk.get("choices"):
                 return None  # the usage-only chunk the proxy asked for on its own account
         self._wants.strip(chunk)
+        _conform(chunk, "delta")
         return orjson.dumps(chunk)
 
     def error(self, err: ProxyError) -> bytes:

@@ -142,7 +142,7 @@ def test_anthropic_computer_tool_is_a_function_with_its_documented_schema_and_ca
     assert tool["function"]["name"] == "computer" and tool["function"]["parameters"] == ANTHROPIC_SCHEMAS[tool_type]
     assert ("scroll" in tool["function"]["parameters"]["properties"]["action"]["enum"]) == (tool_type == "computer_20250124")
     assert "1280x800 pixels" in tool["function"]["description"]
-    assert message["content"] == [{"type": "tool_use", "id": "call_0", "name": "computer", "input": action}]
+    assert message["content"] == [{"type": "tool_use", "id": "call_0", "name": "computer", "input": action, "caller": {"type": "direct"}}]
     assert message["stop_reason"] == "tool_use"
 
     # Stagehand's next call: the whole history, the screenshot inside the tool_result.

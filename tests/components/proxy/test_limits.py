@@ -33,7 +33,7 @@ def _error(surface: str, response: httpx.Response) -> tuple[str, str | None]:
     """(message, code) from the surface's own error shape, checking that shape."""
     body = response.json()
     if surface == "messages":
-        assert body["type"] == "error" and set(body["error"]) == {"type", "message"}
+        assert body["type"] == "error" and set(body["error"]) == {"type", "message"} and "request_id" in body
         return body["error"]["message"], None
     assert set(body["error"]) == {"message", "type", "param", "code"}
     return body["error"]["message"], body["error"]["code"]

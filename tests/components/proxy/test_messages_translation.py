@@ -96,7 +96,7 @@ def test_claude_code_request_is_translated_to_chat_and_the_translation_recorded(
         "messages[2].content[0] is_error -> content prefixed 'Error: '",
         "messages[3] role system -> chat system message",
     ]
-    assert call.response["content"] == [{"type": "text", "text": fake_engine.TEXT}]
+    assert call.response["content"] == [{"type": "text", "text": fake_engine.TEXT, "citations": None}]
 
 
 def test_final_assistant_text_is_continued_like_an_anthropic_prefill(fake_proxy: str, fake_engine) -> None:

@@ -53,7 +53,7 @@ def _request(conversation: str) -> dict[str, Any]:
 def _comparable(response: Any) -> dict[str, Any]:
     """The response without what differs between two calls by design (ids, time) or SDK helper extras."""
     body = response.to_dict()
-    for key in ("id", "created_at"):
+    for key in ("id", "created_at", "completed_at"):
         body.pop(key)
     for item in body["output"]:
         item.pop("id")
