@@ -33,6 +33,7 @@ class SessionRestorer:
         self.sessions_restored = 0
         self.answers_restored = 0
         self.unreadable_lines = 0
+        self.unreadable_files = 0
 
     async def ensure(self, session_id: str) -> None:
         """Return once the session's earlier calls, if any, are known again."""
@@ -42,7 +43,13 @@ class SessionRestorer:
         await asyncio.shield(seen)
 
     async def _restore(self, session_id: str) -> None:
-        records, unreadable = await asyncio.to_thread(_read_records, self._out / f"{session_id}.jsonl")
+        path = self._out / f"{session_id}.jsonl"
+        try:
+            records, unreadable = await asyncio.to_thread(_read_records, path)
+        except OSError as exc:  # the session goes on without its memory (chat path, untagged retries), counted
+            self.unreadable_files += 1
+            _log.error("cannot read %s back after a restart (%s): its earlier calls are not restored", path, exc)
+            return
         self.unreadable_lines += unreadable
         if not records:
             return
@@ -60,6 +67,7 @@ class SessionRestorer:
             "sessions_restored": self.sessions_restored,
             "answers_restored": self.answers_restored,
             "restore_unreadable_lines": self.unreadable_lines,
+            "restore_unreadable_files": self.unreadable_files,
         }
 
 
