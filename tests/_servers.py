@@ -73,3 +73,10 @@ def start_dev_engine(
         env={"PYTHONPATH": str(REPO)},
     )
     return EngineServer(service=service, model=served_model_name)
+
+
+def start_proxy_process(upstream: str, out: Path, log_dir: Path, *args: str) -> Service:
+    """Start ``python -m components.proxy`` (its own process group, so a test can SIGKILL it)."""
+    port = free_port()
+    argv = [sys.executable, "-m", "components.proxy", "--upstream", upstream, "--out", str(out), "--port", str(port)]
+    return start_service("proxy", argv + list(args), port=port, log_dir=log_dir, env={"PYTHONPATH": str(REPO)}, deadline_s=30)

@@ -17,7 +17,7 @@ from components.core.validation import join_errors
 
 # Bump the major part for changes a reader of the previous version would misread
 # (renamed or re-typed fields); the minor part for added optional fields.
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 _SUPPORTED_MAJOR = "1"
 
 Api = Literal["chat.completions", "completions", "responses", "anthropic.messages"]
@@ -33,8 +33,21 @@ class Sampling(BaseModel):
     max_tokens: int | None = None
     seed: int | None = None
     stop: list[str] | None = None
+    top_k: int | None = Field(None, description="As sent to the engine; -1 and 0 mean off (1.4).")
+    min_p: float | None = Field(None, description="As sent to the engine (1.4).")
+    repetition_penalty: float | None = Field(None, description="As sent to the engine (1.4).")
+    presence_penalty: float | None = Field(None, description="As sent to the engine (1.4).")
+    frequency_penalty: float | None = Field(None, description="As sent to the engine (1.4).")
     overridden: bool = Field(
         False, description="True when the proxy replaced the harness's settings (training mode)."
+    )
+    dropped: list[str] | None = Field(
+        None, description="Training mode: the harness's own distribution settings that were replaced or removed."
+    )
+    applied: dict[str, Any] | None = Field(
+        None,
+        description="What the engine reports it sampled with, every distribution setting (the dev engine's "
+        "x-openforge-sampling header; null from vLLM, whose defaults are pinned at launch) (1.4).",
     )
 
 
@@ -74,6 +87,12 @@ class Provenance(BaseModel):
     )
     upstream_request: dict[str, Any] | None = Field(
         None, description="The /v1/completions body the engine was sent, without its prompt (= prompt_token_ids)."
+    )
+    context: str | None = Field(
+        None, description="Digest of the conversation the answer was sampled in (1.4; a restarted proxy reads it back)."
+    )
+    answer: str | None = Field(
+        None, description="Digest of the answer as a harness echoes it (1.4; a restarted proxy reads it back)."
     )
 
 

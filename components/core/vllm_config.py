@@ -16,6 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from components.core.parsers import ReasoningParserName, ToolCallParserName
 
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-]*$")
+# Flags the command builder sets because records depend on them: appended later in extra_args
+# they would win (argparse keeps the last), e.g. --generation-config auto would let a
+# checkpoint's top_k 20 shape samples the record says were drawn with top_k off.
+PINNED_FLAGS = ("--generation-config", "--logprobs-mode", "--return-tokens-as-token-ids")
 
 
 class VllmConfig(BaseModel):
@@ -43,6 +47,18 @@ class VllmConfig(BaseModel):
     max_lora_rank: int = Field(64, ge=1, description="Largest adapter rank the engine accepts (>= trainer.lora.rank).")
     extra_args: list[str] = Field(default_factory=list, description="More `vllm serve` arguments, appended last.")
     env: dict[str, str] = Field(default_factory=dict, description="More environment variables for vLLM.")
+
+    @field_validator("extra_args")
+    @classmethod
+    def _no_pinned_flags(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            flag = arg.split("=", 1)[0]
+            if flag in PINNED_FLAGS:
+                raise ValueError(
+                    f"extra_args may not set {flag}: OpenForge pins it so that records match what vLLM "
+                    "sampled (docs/engine.md#vllm-enginekind-vllm); remove it"
+                )
+        return value
 
     @field_validator("served_model_name")
     @classmethod

@@ -26,6 +26,7 @@ from components.engine._kv_cache import (
     KVCacheStore,
     check_full_attention,
 )
+from components.core.sampling import NEUTRAL_SAMPLING
 from components.engine._sampling import SamplingParams, pick_token
 from components.engine._text import TextAssembler
 
@@ -104,7 +105,7 @@ class ModelRunner:
         explicit = generation.to_diff_dict()
         self.default_max_tokens: int | None = explicit.get("max_new_tokens")
         self.default_sampling: dict[str, float] = {
-            key: explicit[key] for key in ("temperature", "top_p", "top_k") if key in explicit
+            key: explicit[key] for key in NEUTRAL_SAMPLING if explicit.get(key) is not None
         }
         self.cache = KVCacheStore(cache_budget_bytes, cache_entries)
         self._entry: CacheEntry | None = None  # the conversation the current job runs on

@@ -33,12 +33,21 @@ from components.engine._responses import (
 from components.engine._sampling import SamplingParams
 from components.core.choices import ChoiceBook
 from components.core.parsers import ChatParsers
+from components.core.sampling import APPLIED_SAMPLING_HEADER, NEUTRAL_SAMPLING, same_setting
 from components.core.scripted_turns import MissingToolError, ScriptedTurn
 from components.engine._script import Script
 
 
-def json_response(body: Any, status: int = 200) -> web.Response:
-    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json")
+# Settings the sampler does not implement: refused unless neutral (requests: _protocol.py).
+_UNIMPLEMENTED = ("min_p", "repetition_penalty", "presence_penalty", "frequency_penalty")
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type="application/json", headers=headers)
+
+
+def _applied_header(params: SamplingParams) -> dict[str, str]:
+    return {APPLIED_SAMPLING_HEADER: orjson.dumps(params.applied()).decode()}
 
 
 class Routes:
@@ -83,13 +92,14 @@ class Routes:
         self._check_model(req.model)
         prompt_ids, reply = await self.engine.prepare(self._prepare_chat, req)
         top = (req.top_logprobs or 0) if req.logprobs else 0
-        params = self._sampling(req, prompt_ids, req.requested_max_tokens, top, param="messages")
+        params = self._sampling(req, prompt_ids, req.requested_max_tokens, top, reply, param="messages")
         steps = self.engine.generate(prompt_ids, params, reply)
         if req.stream:
             stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text, self.parsers)
-            return await _send_events(request, _chat_chunks(stream, steps))
+            return await _send_events(request, _chat_chunks(stream, steps), _applied_header(params))
         collected = await _collect(steps)
-        return json_response(chat_response(req, self.served_model_name, prompt_ids, collected, self._token_text, self.parsers))
+        body = chat_response(req, self.served_model_name, prompt_ids, collected, self._token_text, self.parsers)
+        return json_response(body, headers=_applied_header(params))
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         req = parse_body(CompletionRequest, await _read_json(request))
@@ -101,15 +111,16 @@ class Routes:
             )
         else:
             prompt_ids = self._checked_ids(prompt, "prompt")
-        params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, param="prompt")
         scripted = self.script or self.choices
         reply = await self.engine.prepare(self._scripted_completion, prompt_ids) if scripted else None
+        params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, reply, param="prompt")
         steps = self.engine.generate(prompt_ids, params, reply)
         if req.stream:
             stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text)
-            return await _send_events(request, _completion_chunks(stream, steps))
+            return await _send_events(request, _completion_chunks(stream, steps), _applied_header(params))
         collected = await _collect(steps)
-        return json_response(completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text))
+        body = completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text)
+        return json_response(body, headers=_applied_header(params))
 
     def _prepare_chat(self, req: ChatRequest) -> tuple[list[int], ScriptedReply | None]:
         tokenizer = self.engine.tokenizer
@@ -162,6 +173,7 @@ class Routes:
         prompt_ids: list[int],
         requested: int | None,
         top_logprobs: int,
+        reply: ScriptedReply | ChoiceReply | None,
         *,
         param: str,
     ) -> SamplingParams:
@@ -179,17 +191,12 @@ class Routes:
                 f"({requested} > {limit} - {used}).",
                 param="max_tokens",
             )
-        runner = self.engine.runner
-        # Priority as in vLLM: the request, then the checkpoint's generation config, then OpenAI's.
-        defaults = {"temperature": 1.0, "top_p": 1.0, "top_k": 0, **runner.default_sampling}
-        chosen = {
-            name: value if (value := getattr(req, name)) is not None else default for name, default in defaults.items()
-        }
+        chosen = self._chosen_sampling(req, reply)
         return SamplingParams(
-            max_tokens=requested if requested is not None else min(limit - used, runner.default_max_tokens or limit),
+            max_tokens=requested if requested is not None else min(limit - used, self.engine.runner.default_max_tokens or limit),
             temperature=chosen["temperature"],
             top_p=chosen["top_p"],
-            top_k=max(chosen["top_k"], 0),  # vLLM's -1 also means off
+            top_k=max(int(chosen["top_k"]), 0),  # vLLM's -1 also means off
             seed=req.seed,
             stop=tuple(req.stop_strings),
             stop_token_ids=tuple(self._checked_ids(req.stop_token_ids or [], "stop_token_ids")),
@@ -199,6 +206,31 @@ class Routes:
             skip_special_tokens=req.skip_special_tokens,
             include_stop_str_in_output=req.include_stop_str_in_output,
         )
+
+    def _chosen_sampling(
+        self, req: ChatRequest | CompletionRequest, reply: ScriptedReply | ChoiceReply | None
+    ) -> dict[str, Any]:
+        """Each distribution setting: the request's, else the checkpoint's, else neutral (vLLM's
+        priority), refused (400 naming it) where this engine could not sample with it."""
+        defaults = {**NEUTRAL_SAMPLING, **self.engine.runner.default_sampling}
+        asked = {name: _request_value(req, name) for name in NEUTRAL_SAMPLING}
+        chosen = {name: asked[name] if asked[name] is not None else defaults[name] for name in NEUTRAL_SAMPLING}
+        for name in _UNIMPLEMENTED:
+            if asked[name] is None and not same_setting(name, chosen[name], NEUTRAL_SAMPLING[name]):
+                raise ApiError(
+                    f"the checkpoint's generation_config.json sets `{name}`={chosen[name]!r}, which the dev "
+                    f"engine cannot apply; send `{name}`: {NEUTRAL_SAMPLING[name]!r} to sample without it, or use vLLM",
+                    param=name,
+                )
+        if isinstance(reply, ChoiceReply):
+            for name in ("top_k", "top_p"):  # a choice is drawn from the candidates' whole probabilities
+                if not same_setting(name, chosen[name], NEUTRAL_SAMPLING[name]):
+                    raise ApiError(
+                        f"`{name}`={chosen[name]!r} cannot be applied to a choice-mode draw (it samples among "
+                        f"whole candidate turns); send `{name}`: {NEUTRAL_SAMPLING[name]!r}",
+                        param=name,
+                    )
+        return chosen
 
     # -- tokenizer and metadata ------------------------------------------------------
 
@@ -310,6 +342,11 @@ def _scripted_reply(
     return ScriptedReply(forced, turn.sampled_text)
 
 
+def _request_value(req: ChatRequest | CompletionRequest, name: str) -> Any:
+    value = getattr(req, name, None)
+    return (req.model_extra or {}).get(name) if value is None else value
+
+
 async def _read_json(request: web.Request) -> Any:
     raw = await request.read()
     try:
@@ -341,9 +378,11 @@ async def _completion_chunks(stream: CompletionStream, steps: AsyncIterator[Step
         yield last
 
 
-async def _send_events(request: web.Request, chunks: AsyncIterator[dict[str, Any]]) -> web.StreamResponse:
+async def _send_events(
+    request: web.Request, chunks: AsyncIterator[dict[str, Any]], extra_headers: dict[str, str]
+) -> web.StreamResponse:
     """Write each chunk as one SSE event the moment it exists, then ``[DONE]``."""
-    headers = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache"}
+    headers = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", **extra_headers}
     response = web.StreamResponse(headers=headers)
     await response.prepare(request)
     async with aclosing(chunks):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from components.core.sampling import NEUTRAL_SAMPLING
+
 # vLLM samples greedily below this temperature.
 _GREEDY_BELOW = 1e-5
 
@@ -25,6 +27,17 @@ class SamplingParams:
     top_logprobs: int = 0
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False
+
+    def applied(self) -> dict[str, float | int]:
+        """Every distribution-shaping setting as this loop samples with it (the answer's
+        ``x-openforge-sampling`` header): the ones it does not implement are neutral here,
+        since a request or checkpoint asking otherwise is refused before generation."""
+        return {
+            **NEUTRAL_SAMPLING,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": self.top_k if self.top_k > 0 else -1,
+        }
 
 
 def pick_token(logits: Any, params: SamplingParams, generator: Any, banned: list[int]) -> int:

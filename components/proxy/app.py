@@ -89,6 +89,8 @@ class _Proxy:
                 "token_provenance": self.config.provenance_on,
                 "sessions": len(self.recorder.counts()),
                 "calls_recorded": self.recorder.calls_recorded,
+                "torn_lines_repaired": self.recorder.torn_lines_repaired,
+                **self.calls.restorer.counters(),
                 **self.calls.admission.counters(),
             }
         )

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
+import orjson
+
+from components.core.sampling import APPLIED_SAMPLING_HEADER, sampling_mismatch
 from components.core.trajectory import SCHEMA_VERSION
 from components.proxy.call_tags import Attempt
 from components.proxy.provenance import Route
@@ -37,6 +40,23 @@ class Call:
     # Called with (response, call_index) once a successful call is on disk (Responses conversations).
     on_recorded: Callable[[dict[str, Any] | None, int], None] | None = None
     upstream_attempts: int = 1  # sends of the request; more than one when the upstream was unreachable
+    applied_sampling: dict[str, Any] | None = None  # what the engine says it sampled with (dev engine only)
+    sampling_problem: str | None = None  # the engine sampled otherwise than ``sampling`` says
+
+    def engine_answered(self, headers: Mapping[str, str]) -> None:
+        """Take the engine's report of the sampling it applied from its answer's headers."""
+        raw = headers.get(APPLIED_SAMPLING_HEADER)
+        if raw is None:
+            return  # vLLM: its defaults are pinned at launch (--generation-config vllm)
+        try:
+            applied = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            applied = None
+        if not isinstance(applied, dict):
+            self.sampling_problem = f"the engine's {APPLIED_SAMPLING_HEADER} header is not a JSON object: {raw[:200]!r}"
+            return
+        self.applied_sampling = applied
+        self.sampling_problem = sampling_mismatch(self.sampling, applied)
 
     def record(
         self,
@@ -63,7 +83,7 @@ class Call:
             "completion_token_ids": completion.completion_token_ids,
             "completion_logprobs": completion.completion_logprobs,
             "finish_reason": completion.finish_reason,
-            "sampling": self.sampling,
+            "sampling": self.sampling if self.applied_sampling is None else {**self.sampling, "applied": self.applied_sampling},
             "tags": self._tags(),
             "request_digest": self.digest,
             "started_at": self.started_at,

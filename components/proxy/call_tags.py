@@ -60,7 +60,8 @@ class Attempt:
 
 
 class CallTagger:
-    """Remembers the recent request digests of each session (in memory: a restart forgets them)."""
+    """Remembers the recent request digests of each session (in memory; a restarted proxy
+    rebuilds them from the session file with ``restore``)."""
 
     def __init__(self) -> None:
         self._sessions: OrderedDict[tuple[str, int], OrderedDict[str, list[Attempt]]] = OrderedDict()
@@ -80,16 +81,27 @@ class CallTagger:
             base["retry_count"] = retries
         # A retried rollout starts its conversation over: its first request repeats the
         # failed attempt's, and must not be taken for (or supersede) that attempt's call.
+        return self._add(session_id, attempt, digest, base)
+
+    def restore(self, session_id: str, records: list[dict[str, Any]]) -> None:
+        """Take a session file's calls as arrivals, in file order, already recorded."""
+        for record in records:
+            digest, tags = record.get("request_digest"), record.get("tags")
+            attempt = tags.get("attempt", 0) if isinstance(tags, dict) else 0
+            if isinstance(digest, str) and isinstance(attempt, int):
+                self._add(session_id, attempt, digest, {}).recorded(record["call_index"])
+
+    def _add(self, session_id: str, attempt: int, digest: str, base: dict[str, Any]) -> Attempt:
         digests = self._digests((session_id, attempt))
         siblings = digests.pop(digest, None) or []
         digests[digest] = siblings  # most recent last
         if len(digests) > _MAX_DIGESTS:
             digests.popitem(last=False)
         self._arrivals += 1
-        attempt = Attempt(base, self._arrivals, siblings)
-        siblings.append(attempt)
+        arrival = Attempt(base, self._arrivals, siblings)
+        siblings.append(arrival)
         del siblings[:-_MAX_ATTEMPTS]
-        return attempt
+        return arrival
 
     def _digests(self, key: tuple[str, int]) -> OrderedDict[str, list[Attempt]]:
         digests = self._sessions.pop(key, None)

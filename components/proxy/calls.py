@@ -28,6 +28,7 @@ from components.proxy.images import ImageStore, may_hold_images, record_images
 from components.proxy.limits import Admission
 from components.proxy.provenance import TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
+from components.proxy.restore import SessionRestorer
 from components.proxy.retries import deliver
 from components.proxy.sessions import call_session, check_path_attempt
 from components.proxy.surfaces import Surface
@@ -68,6 +69,7 @@ class CallHandler:
         self._recorder = recorder
         self._tagger = CallTagger()
         self._provenance = TokenProvenance(upstream, config.parsers) if config.provenance_on else None
+        self.restorer = SessionRestorer(config.out, self._tagger, self._provenance)
         self._images = ImageStore(config.out, fsync=config.fsync)
         self._conversations = Conversations(config.responses_store_mb)
         self.admission = Admission(config, recorder)
@@ -109,6 +111,7 @@ class CallHandler:
             raise bad_request(f"request body is not valid JSON: {exc}") from None
         parsed = surface.parse(body)
         digest = _digest(parsed)  # first: it also refuses what could not be recorded
+        await self.restorer.ensure(session_id)  # a restarted proxy learns the session's earlier calls
         stream = surface.is_stream(parsed)
         # A Responses call naming previous_response_id is translated as the whole conversation.
         expanded, continued = self._conversations.expand(session_id, surface.api, parsed)
@@ -147,7 +150,7 @@ class CallHandler:
         return call, orjson.dumps(upstream_body if route is None or route.body is None else route.body)
 
     def _post(self, call: Call, body: bytes) -> Awaitable[Response]:
-        if call.route is not None and call.route.answer is not None:
+        if call.route is not None and call.route.as_chat is not None:
             return deliver(self._upstream.post_completions, body, call, self._config.upstream_retries)
         return deliver(self._upstream.post_chat, body, call, self._config.upstream_retries)
 
@@ -164,9 +167,10 @@ class CallHandler:
                 resp.release()
             if status != 200:
                 raise upstream_status_error(status, payload, self._upstream.base_url, resp.headers.get("Retry-After"))
+            call.engine_answered(resp.headers)
             chat = decode_object(payload)
-            if call.route is not None and call.route.answer is not None:
-                chat = call.route.answer.answer(chat)
+            if call.route is not None and call.route.as_chat is not None:
+                chat = call.route.as_chat.answer(chat)
         except ProxyError as err:
             return await self._fail(surface, call, err, status)
         completion = extract_completion(chat)
@@ -192,6 +196,7 @@ class CallHandler:
                     return await self._fail(surface, call, self._upstream.failure(exc), resp.status)
                 err = upstream_status_error(resp.status, payload, self._upstream.base_url, resp.headers.get("Retry-After"))
                 return await self._fail(surface, call, err, resp.status)
+            call.engine_answered(resp.headers)
             return await self._relay(request, surface, call, resp)
         finally:
             # A fully read answer returns its connection to the pool; anything else is cut,
@@ -208,7 +213,7 @@ class CallHandler:
         translator = surface.stream(call.request)
         assembler = ChatStreamAssembler()
         reader = ChunkReader()
-        as_chat = None if call.route is None or call.route.answer is None else call.route.answer.chunks
+        as_chat = None if call.route is None or call.route.as_chat is None else call.route.as_chat.chunks
         failure: ProxyError | None = None
         # Events held back for the closing send: those of the read that completed the answer
         # and of every read after it (usage, [DONE]). They go out once the call is recorded.
@@ -293,21 +298,23 @@ class CallHandler:
         self, call: Call, response: dict[str, Any] | None, completion: Completion, status: int, error: str | None,
         chat: dict[str, Any] | None = None,
     ) -> None:  # fmt: skip
+        if self._provenance is not None and call.route is not None and chat is not None:
+            self._provenance.answered(call.route, chat)
         record = call.record(
             policy_version=self._upstream.policy_version(call.model),
             response=response,
             completion=completion,
             upstream_status=status,
-            error=error,
+            error=error or call.sampling_problem,
         )
         index = self._recorder.write(call.session_id, record)
         call.attempt.recorded(index)
-        if call.on_recorded is not None and error is None:
+        if call.on_recorded is not None and record["error"] is None:
             call.on_recorded(response, index)
-        if self._provenance is not None and call.route is not None and chat is not None and error is None:
+        if self._provenance is not None and call.route is not None and chat is not None and record["error"] is None:
             # Only once on disk: an answer the harness may echo is one the trajectory holds.
             self._provenance.remember(
-                call.session_id, call.route, chat, completion.prompt_token_ids, completion.completion_token_ids, index
+                call.session_id, call.route, completion.prompt_token_ids, completion.completion_token_ids, index
             )
         if self._recorder.fsync_each:
             await self._recorder.sync([call.session_id])

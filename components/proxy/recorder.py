@@ -5,11 +5,17 @@ Durability: each record reaches the kernel (page cache) in a single ``write`` on
 proxy (even ``kill -9``) loses nothing already answered. ``fsync`` additionally protects
 against a machine crash; it runs in a worker thread on a duplicated descriptor so the
 event loop never blocks and an LRU eviction cannot close the descriptor underneath it.
+
+A kill can still cut the one ``write`` short (a full disk, a kill inside the kernel copy):
+such a line never reached its harness, which will retry. At start the recorder moves a torn
+last line aside (``torn/<session_id>.torn``) so the file stays valid JSONL and the next
+record does not land on the torn bytes; ``torn_lines_repaired`` counts them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -19,6 +25,8 @@ import orjson
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
 _FILE_MODE = 0o600  # trajectories hold prompts and outputs: owner-only
+TORN_DIR = "torn"  # under the output directory: torn last lines moved out of session files
+_log = logging.getLogger(__name__)
 
 
 class RecordingError(OSError):
@@ -37,6 +45,10 @@ class Recorder:
         self._fds: OrderedDict[str, int] = OrderedDict()
         self._counts: dict[str, int] = {}
         self._sizes: dict[str, int] = {}  # bytes per session file: known once, then counted, never re-stat'ed
+        self.torn_lines_repaired = 0
+        for path in sorted(out.glob("*.jsonl")):  # before any append: one writer per directory
+            if not path.is_symlink():  # session files are never links (opened with O_NOFOLLOW)
+                self._repair_torn_tail(path)
 
     def path(self, session_id: str) -> Path:
         return self.out / f"{session_id}.jsonl"
@@ -102,6 +114,31 @@ class Recorder:
             os.close(oldest)
         return fd
 
+    def _repair_torn_tail(self, path: Path) -> None:
+        with path.open("r+b") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            keep = _end_of_last_line(fh, size)
+            if keep == size:
+                return
+            fh.seek(keep)
+            torn = fh.read()
+            aside = self.out / TORN_DIR / f"{path.stem}.torn"
+            aside.parent.mkdir(exist_ok=True)
+            # Kept (one torn tail per line) before the session file loses it: a crash between
+            # the two steps can duplicate the bytes, never lose them.
+            fd = os.open(aside, _OPEN_FLAGS, _FILE_MODE)
+            try:
+                _write_all(fd, torn + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            fh.truncate(keep)
+        self.torn_lines_repaired += 1
+        _log.warning(
+            "session file %s ended in a torn line (%d bytes, cut by a kill mid-write): moved to %s",
+            path, size - keep, aside,
+        )
+
     def _dup_for_sync(self, session_id: str) -> int | None:
         fd = self._fds.get(session_id)
         if fd is not None:
@@ -120,6 +157,20 @@ def _write_all(fd: int, data: bytes) -> None:
         if written <= 0:
             raise OSError(0, "short write")
         view = view[written:]
+
+
+def _end_of_last_line(fh: Any, size: int) -> int:
+    """Offset just past the file's last newline (0 when it has none)."""
+    end = size
+    while end > 0:
+        start = max(0, end - (1 << 16))
+        fh.seek(start)
+        block = fh.read(end - start)
+        newline = block.rfind(b"\n")
+        if newline >= 0:
+            return start + newline + 1
+        end = start
+    return 0
 
 
 def _count_lines(path: Path) -> int:

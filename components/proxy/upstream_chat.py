@@ -11,9 +11,12 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-# Knobs that reshape the sampling distribution. The engine reports logprobs of the raw
-# model, so in training mode these are dropped: never train on numbers you did not sample with.
-_DISTRIBUTION_KNOBS = ("top_k", "min_p", "repetition_penalty", "presence_penalty", "frequency_penalty", "logit_bias")
+from components.core.sampling import NEUTRAL_SAMPLING
+
+# Training samples from the policy's own distribution: every knob that reshapes it is sent
+# at its neutral value (so no engine default, e.g. a checkpoint's top_k, can slip in) and
+# logit_bias, which has no value to send, is removed. Never train on numbers you did not sample with.
+_REMOVED_IN_TRAINING = ("logit_bias",)
 
 
 def call_seed(base: str, session_id: str, attempt: int, chat_request: dict[str, Any]) -> int:
@@ -44,11 +47,12 @@ def prepare_upstream_body(
         body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
     dropped: list[str] = []
     if training:
-        body["temperature"] = 1.0
-        body["top_p"] = 1.0
-        dropped = [knob for knob in _DISTRIBUTION_KNOBS if knob in body]
-        for knob in dropped:
-            del body[knob]
+        dropped = [
+            knob for knob, neutral in NEUTRAL_SAMPLING.items() if knob in body and body[knob] != neutral
+        ] + [knob for knob in _REMOVED_IN_TRAINING if knob in body]
+        body.update(NEUTRAL_SAMPLING)
+        for knob in _REMOVED_IN_TRAINING:
+            body.pop(knob, None)
         if seed is not None and not _is_int(body.get("seed")):
             body["seed"] = seed
     return body, _sampling(body, overridden=training, dropped=dropped)
@@ -65,8 +69,8 @@ def _sampling(body: dict[str, Any], *, overridden: bool, dropped: list[str]) -> 
         "stop": _stops(body.get("stop")),
         "overridden": overridden,
     }
-    for knob in _DISTRIBUTION_KNOBS[:-1]:
-        if _number(body.get(knob)) is not None:
+    for knob in NEUTRAL_SAMPLING:
+        if knob not in sampling and _number(body.get(knob)) is not None:
             sampling[knob] = body[knob]
     if dropped:
         sampling["dropped"] = dropped

@@ -41,15 +41,21 @@ class Route:
     context: str | None  # this call's conversation: its answer is remembered under it (None: not a plain turn)
     reason: str | None = None  # why the call takes the chat path
     body: dict[str, Any] | None = None  # the /v1/completions request, on the token path
-    answer: CompletionAsChat | None = None  # turns the engine's text completion into the chat answer
+    as_chat: CompletionAsChat | None = None  # turns the engine's text completion into the chat answer
     continues: int | None = None  # the call whose prompt and sampled ids the prompt starts with
+    answer: str | None = None  # digest of the answer the engine gave (answer_digest), once it is known
 
     def record(self) -> dict[str, Any]:
-        """The record's ``provenance`` field."""
+        """The record's ``provenance`` field; ``context`` and ``answer`` let a restarted proxy
+        remember the answer again from the session file (``restore``)."""
         if self.body is None:
-            return {"path": "chat", "reason": self.reason}
-        request = {key: value for key, value in self.body.items() if key != "prompt"}  # the ids are prompt_token_ids
-        return {"path": "tokens", "continues_call": self.continues, "upstream_request": request}
+            record: dict[str, Any] = {"path": "chat", "reason": self.reason}
+        else:
+            request = {key: value for key, value in self.body.items() if key != "prompt"}  # the ids are prompt_token_ids
+            record = {"path": "tokens", "continues_call": self.continues, "upstream_request": request}
+        if self.context is not None and self.answer is not None:
+            record["context"], record["answer"] = self.context, self.answer
+        return record
 
 
 class TokenProvenance:
@@ -70,7 +76,7 @@ class TokenProvenance:
             route.reason = planned
         else:
             sampled, prompt = planned
-            route.body, route.answer = completions_body(chat, prompt), CompletionAsChat(chat, prompt, self._parsers)
+            route.body, route.as_chat = completions_body(chat, prompt), CompletionAsChat(chat, prompt, self._parsers)
             route.continues = sampled.call_index
         return route
 
@@ -105,16 +111,36 @@ class TokenProvenance:
             prompt = splice_rerendered(found, closing, opening, whole)
         return prompt if isinstance(prompt, str) else (found, prompt)
 
-    def remember(self, session_id: str, route: Route, chat: dict[str, Any], prompt_ids: list[int],
-                 completion_ids: list[int], call_index: int) -> None:  # fmt: skip
-        """Keep a successful answer's ids, to put back when the harness sends the answer again."""
+    @staticmethod
+    def answered(route: Route, chat: dict[str, Any]) -> None:
+        """Note the digest of the answer in ``chat`` on its route, for the record and ``remember``."""
         choices = chat.get("choices")
-        if route.context is None or not completion_ids or not prompt_ids or not choices:
+        message = choices[0].get("message") if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+        if route.context is not None and isinstance(message, dict):
+            route.answer = answer_digest(message)
+
+    def remember(self, session_id: str, route: Route, prompt_ids: list[int], completion_ids: list[int],
+                 call_index: int) -> None:  # fmt: skip
+        """Keep a successful answer's ids, to put back when the harness sends the answer again."""
+        if route.context is None or route.answer is None or not completion_ids or not prompt_ids:
             return
-        message = choices[0].get("message") if isinstance(choices[0], dict) else None
-        if isinstance(message, dict):
-            sampled = Sampled(call_index, route.context, array("i", prompt_ids), array("i", completion_ids))
-            self._memory.remember(session_id, answer_digest(message), sampled)
+        sampled = Sampled(call_index, route.context, array("i", prompt_ids), array("i", completion_ids))
+        self._memory.remember(session_id, route.answer, sampled)
+
+    def restore(self, session_id: str, records: list[dict[str, Any]]) -> int:
+        """Remember the answers a session file holds (a restarted proxy); returns how many."""
+        restored = 0
+        for record in records:
+            provenance = record.get("provenance")
+            if record.get("error") is not None or not isinstance(provenance, dict):
+                continue
+            context, answer = provenance.get("context"), provenance.get("answer")
+            prompt_ids, completion_ids = record.get("prompt_token_ids"), record.get("completion_token_ids")
+            if isinstance(context, str) and isinstance(answer, str) and prompt_ids and completion_ids:
+                sampled = Sampled(record["call_index"], context, array("i", prompt_ids), array("i", completion_ids))
+                self._memory.remember(session_id, answer, sampled)
+                restored += 1
+        return restored
 
     async def _tokenize(self, chat: dict[str, Any], messages: list[Any], *, generation_prompt: bool) -> list[int]:
         body: dict[str, Any] = {"model": chat.get("model"), "messages": messages}

@@ -111,6 +111,13 @@ def test_extra_arguments_and_environment_come_last(tmp_path):
     assert launch.env == {"VLLM_LOGGING_LEVEL": "DEBUG"}
 
 
+@pytest.mark.parametrize("args", [["--generation-config", "auto"], ["--logprobs-mode=raw_logprobs"]])
+def test_extra_arguments_cannot_override_the_flags_records_depend_on(args):
+    # Appended last they would win: vLLM would take the checkpoint's sampling defaults again.
+    with pytest.raises(ValueError, match=f"extra_args may not set {args[0].split('=')[0]}"):
+        _config(extra_args=args)
+
+
 def test_staging_links_the_checkpoint_under_its_version(checkpoint, tmp_path):
     staged = stage_policy(checkpoint, tmp_path / "served")
 

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 
 import httpx
 
 from components.core import read_session
-from components.core.services import Service, free_port, start_service
+from components.core.services import Service
+from tests._servers import start_proxy_process as _start
 
-REPO = Path(__file__).resolve().parents[3]
 COMPLETED = 5
-
-
-def _start(upstream: str, out: Path, logs: Path) -> Service:
-    port = free_port()
-    argv = [sys.executable, "-m", "components.proxy", "--upstream", upstream, "--out", str(out), "--port", str(port)]
-    return start_service("proxy", argv, port=port, log_dir=logs, env={"PYTHONPATH": str(REPO)}, deadline_s=30)
 
 
 def _call(proxy: Service, stream: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from components.core.sampling import NEUTRAL_SAMPLING
 from components.proxy.sse import SSEParser, sse_event
 from components.proxy.upstream_chat import ChatStreamAssembler, extract_completion, prepare_upstream_body
 
@@ -25,11 +26,15 @@ def test_streamed_upstream_body_adds_usage_and_keeps_client_stream_options() -> 
     assert "model" not in body
 
 
-def test_training_mode_overrides_sampling_and_drops_distribution_knobs() -> None:
-    request = {"messages": [], "temperature": 0.2, "top_p": 0.5, "top_k": 5, "max_tokens": 9, "stop": "END"}
+def test_training_mode_sends_every_distribution_knob_at_its_neutral_value() -> None:
+    # Sent explicitly, not left out: an engine default (a checkpoint's top_k 20) cannot slip in.
+    request = {
+        "messages": [], "temperature": 0.2, "top_p": 0.5, "top_k": 5, "max_tokens": 9, "stop": "END",
+        "repetition_penalty": 1.0, "logit_bias": {"7": 3},
+    }  # fmt: skip
     body, sampling = prepare_upstream_body(request, model=None, training=True, stream=False)
-    assert (body["temperature"], body["top_p"]) == (1.0, 1.0)
-    assert "top_k" not in body
+    assert {knob: body[knob] for knob in NEUTRAL_SAMPLING} == NEUTRAL_SAMPLING
+    assert "logit_bias" not in body
     assert sampling == {
         "temperature": 1.0,
         "top_p": 1.0,
@@ -37,7 +42,12 @@ def test_training_mode_overrides_sampling_and_drops_distribution_knobs() -> None
         "seed": None,
         "stop": ["END"],
         "overridden": True,
-        "dropped": ["top_k"],
+        "top_k": -1,
+        "min_p": 0.0,
+        "repetition_penalty": 1.0,
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
+        "dropped": ["temperature", "top_p", "top_k", "logit_bias"],  # repetition_penalty was already neutral
     }
 
 
