@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from components.core.trajectory import RecordedCall
 
 SUBAGENT = "subagent"
@@ -72,7 +74,7 @@ def tool_calls(response: Mapping[str, Any] | None) -> list[tuple[str, Mapping[st
     for choice in response.get("choices") or []:  # chat.completions
         message = choice.get("message") if isinstance(choice, Mapping) else None
         for call in (message or {}).get("tool_calls") or []:
-            function = call.get("function") or {} if isinstance(call, Mapping) else {}
+            function = (call.get("function") or {}) if isinstance(call, Mapping) else {}
             found.append((str(function.get("name")), _arguments(function.get("arguments"))))
     return found
 
@@ -117,30 +119,39 @@ def launcher(call: RecordedCall, earlier: Sequence[RecordedCall]) -> RecordedCal
     return None
 
 
-def _shared(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
+def _shared(a: np.ndarray, b: np.ndarray) -> int:
+    """Length of the common prefix of two token arrays."""
+    n = min(len(a), len(b))
+    differ = np.flatnonzero(a[:n] != b[:n])
+    return int(differ[0]) if len(differ) else n
 
 
-def classify(call: RecordedCall, earlier: Sequence[RecordedCall]) -> Branch:
-    """The kind and parent of a branch: ``call`` extends no row; ``earlier`` are the calls merged before it."""
-    spawner = launcher(call, earlier)
-    if spawner is not None:
-        return Branch(SUBAGENT, spawner.call_index)
-    best, shared, rank = None, 0, (0, False)
-    for candidate in earlier:
-        # The longest shared prefix; on ties the call the prompt goes on from whole, then the latest.
-        full = candidate.prompt_token_ids + candidate.completion_token_ids
-        n = _shared(call.prompt_token_ids, full)
-        if n and (n, n == len(full)) >= rank:
-            best, shared, rank = candidate, n, (n, n == len(full))
-    if best is None:
-        return Branch(BREAK, None)
-    # Leaving the parent inside its prompt, or after its whole answer (a later row was
-    # dropped from the history), is an edit of the history; inside its answer, a re-render.
-    inside_answer = len(best.prompt_token_ids) <= shared < len(best.prompt_token_ids) + len(best.completion_token_ids)
-    return Branch(BREAK if inside_answer else REWRITE, best.call_index)
+class Lineage:
+    """The calls of one rollout merged so far, to classify the next call that extends no row."""
+
+    def __init__(self) -> None:
+        self._calls: list[RecordedCall] = []
+        self._tokens: list[np.ndarray] = []  # each call's prompt + completion, for prefix comparisons
+
+    def add(self, call: RecordedCall) -> None:
+        self._calls.append(call)
+        self._tokens.append(np.asarray(call.prompt_token_ids + call.completion_token_ids, dtype=np.int64))
+
+    def classify(self, call: RecordedCall) -> Branch:
+        """The kind and parent of ``call``'s branch: it extends no row of the calls added so far."""
+        spawner = launcher(call, self._calls)
+        if spawner is not None:
+            return Branch(SUBAGENT, spawner.call_index)
+        prompt = np.asarray(call.prompt_token_ids, dtype=np.int64)
+        best, shared, rank = None, 0, (0, False)
+        for candidate, tokens in zip(self._calls, self._tokens):
+            # The longest shared prefix; on ties the call the prompt goes on from whole, then the latest.
+            n = _shared(prompt, tokens)
+            if n and (n, n == len(tokens)) >= rank:
+                best, shared, rank = candidate, n, (n, n == len(tokens))
+        if best is None:
+            return Branch(BREAK, None)
+        # Leaving the parent inside its prompt, or after its whole answer (a later turn was
+        # dropped from the history), is an edit of the history; inside its answer, a re-render.
+        answer = len(best.prompt_token_ids) <= shared < len(best.prompt_token_ids) + len(best.completion_token_ids)
+        return Branch(BREAK if answer else REWRITE, best.call_index)

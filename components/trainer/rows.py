@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from components.core.trajectory import RecordedCall, latest_attempt
-from components.trainer.branches import BRANCH_KINDS, BREAK, classify
+from components.trainer.branches import BRANCH_KINDS, BREAK, Lineage
 
 
 class BatchError(ValueError):
@@ -109,7 +109,7 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
     """Merge one rollout's calls (in call order) into rows; side calls and failed calls are skipped."""
     counts = MergeCounts()
     rows: list[Row] = []
-    merged: list[RecordedCall] = []
+    lineage = Lineage()
     for call in _trainable(sorted(calls, key=lambda c: c.call_index), counts):
         check_temperature(rollout_id, call, temperature)
         if len(call.completion_logprobs) != len(call.completion_token_ids) or not call.prompt_token_ids:
@@ -125,7 +125,7 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
         else:
             row = Row(rollout_id=rollout_id, prompt=list(call.prompt_token_ids))
             if rows:
-                branch = classify(call, merged)
+                branch = lineage.classify(call)
                 row.branch_kind, row.parent_call = branch.kind, branch.parent_call
                 if branch.kind == BREAK:
                     counts.breaks += 1
@@ -133,7 +133,7 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
                     counts.branches[branch.kind] += 1
             rows.append(row)
         row.add(call.completion_token_ids, sampled=True, logprobs=call.completion_logprobs)
-        merged.append(call)
+        lineage.add(call)
     return rows, counts
 
 
