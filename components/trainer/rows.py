@@ -50,13 +50,15 @@ class Row:
     def tokens(self) -> list[int]:
         return self.prompt + self.response
 
-    def __len__(self) -> int:
+    def size(self) -> int:
         return len(self.prompt) + len(self.response)
 
     def starts(self, token_ids: Sequence[int]) -> bool:
         """Whether ``token_ids`` begin with this row's tokens (a call whose prompt can continue it)."""
         cut = len(self.prompt)
-        return list(token_ids[:cut]) == self.prompt and list(token_ids[cut : len(self)]) == self.response
+        if len(token_ids) < self.size():
+            return False
+        return list(token_ids[:cut]) == self.prompt and list(token_ids[cut : self.size()]) == self.response
 
     def add(self, token_ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None) -> None:
         if sampled:
@@ -119,8 +121,8 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
             )
         extended = [row for row in rows if row.starts(call.prompt_token_ids)]
         if extended:
-            row = max(extended, key=len)
-            row.add(call.prompt_token_ids[len(row) :], sampled=False)
+            row = max(extended, key=Row.size)
+            row.add(call.prompt_token_ids[row.size() :], sampled=False)
             counts.continuations += 1
         else:
             row = Row(rollout_id=rollout_id, prompt=list(call.prompt_token_ids))
