@@ -43,7 +43,7 @@ class Continuity:
         self.sessions += 1
         self.calls += len(calls)
         self.continued += counts.continuations
-        self.broken += counts.breaks
+        self.broken += counts.breaks + sum(counts.branches.values())  # every call that started a row after the first
         for call in calls:
             if call.provenance is not None and call.provenance.path == "tokens":
                 self.token_path += 1

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from components.core.config import AlgorithmConfig, EngineConfig
 from components.core.outcome import RewardRecord
 from components.core.trajectory import RecordedCall
+from components.trainer.branches import BRANCH_KINDS
 from components.trainer.capture_check import MISMATCH, Decode, flag_mismatches
 from components.trainer.rows import BatchError, Row, merge_calls, split_row
 
@@ -30,8 +31,9 @@ class BatchStats(BaseModel):
 
     rows: int = 0
     rollouts: int = 0  # usable rollouts in groups with signal
-    merge_continuations: int = 0
-    merge_breaks: int = 0
+    merge_continuations: int = 0  # calls that continued a row (rows.merge_calls)
+    merge_branches: dict[str, int] = dict.fromkeys(BRANCH_KINDS, 0)  # calls that started a branch row, by kind
+    merge_breaks: int = 0  # calls that started a row for no known reason (branches.BREAK)
     superseded_calls: int = 0
     dropped_rows: int = 0  # calls that alone exceed the row limits (rows.split_row)
     dropped: dict[str, int] = {}  # dropped_rows by reason (rows.PROMPT_TOO_LONG, COMPLETION_TOO_LONG)
@@ -51,6 +53,7 @@ class BatchStats(BaseModel):
             "batch/rollouts": float(self.rollouts),
             "batch/merge_breaks": float(self.merge_breaks),
             "batch/merge_continuations": float(self.merge_continuations),
+            **{f"batch/merge_branches/{kind}": float(n) for kind, n in sorted(self.merge_branches.items())},
             "batch/dropped_rows": float(self.dropped_rows),
             **{f"batch/dropped/{reason}": float(n) for reason, n in sorted(self.dropped.items())},
             "batch/split_rows": float(self.split_rows),
@@ -126,6 +129,8 @@ def _collect_rows(
         merged, counts = merge_calls(record.rollout_id, calls, algorithm.temperature)
         stats.merge_continuations += counts.continuations
         stats.merge_breaks += counts.breaks
+        for kind, n in counts.branches.items():
+            stats.merge_branches[kind] = stats.merge_branches.get(kind, 0) + n
         stats.superseded_calls += counts.superseded
         for row in merged:
             pieces, split = split_row(row, *limits)

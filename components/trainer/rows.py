@@ -2,11 +2,13 @@
 
 An agent's calls usually re-send the whole conversation, so call n+1's prompt is call
 n's prompt plus its completion plus new context (tool output, the harness's next
-message). Such a call extends the current row: its new context tokens go in with
+message). Such a call extends the row that ends with call n, whichever row that is (a
+subagent's calls interleave with its parent's): its new context tokens go in with
 response_mask 0 and logprob 0.0 (the policy did not sample them), its completion with
-mask 1 and the logprobs the engine reported. A call whose prompt does not extend the
-row (the harness rewrote or trimmed its history) starts a new row; those breaks are
-counted, because each one costs a re-encoded prompt and hides a context rewrite.
+mask 1 and the logprobs the engine reported. A call whose prompt extends no row starts
+a branch, a row of its own tagged with its parent call and kind (branches.py: a
+subagent, a rewritten history, or a counted break). Every row of a rollout trains with
+the rollout's advantage; each sampled token lands in exactly one row.
 
 A merged row longer than the training limits is split at call boundaries (``split_row``):
 each piece starts with its first call's full prompt, which the engine accepted, so a
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from components.core.trajectory import RecordedCall, latest_attempt
+from components.trainer.branches import BRANCH_KINDS, BREAK, Lineage
 
 
 class BatchError(ValueError):
@@ -41,9 +44,21 @@ class Row:
     logprobs: list[float] = field(default_factory=list)
     # (start, end) of each call's completion in ``response``: where the row may be split.
     completions: list[tuple[int, int]] = field(default_factory=list)
+    branch_kind: str | None = None  # None for the rollout's first row; else branches.SUBAGENT, REWRITE or BREAK
+    parent_call: int | None = None  # call_index the branch grew from (None: first row, or nothing shared)
 
     def tokens(self) -> list[int]:
         return self.prompt + self.response
+
+    def size(self) -> int:
+        return len(self.prompt) + len(self.response)
+
+    def starts(self, token_ids: Sequence[int]) -> bool:
+        """Whether ``token_ids`` begin with this row's tokens (a call whose prompt can continue it)."""
+        cut = len(self.prompt)
+        if len(token_ids) < self.size():
+            return False
+        return list(token_ids[:cut]) == self.prompt and list(token_ids[cut : self.size()]) == self.response
 
     def add(self, token_ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None) -> None:
         if sampled:
@@ -58,8 +73,9 @@ class Row:
 
 @dataclass
 class MergeCounts:
-    continuations: int = 0  # calls appended to the row before them
-    breaks: int = 0  # calls that had to start a new row after the first
+    continuations: int = 0  # calls appended to a row their prompt extends
+    branches: dict[str, int] = field(default_factory=lambda: dict.fromkeys(BRANCH_KINDS, 0))  # by kind
+    breaks: int = 0  # calls that started a row neither continuing one nor a known branch
     superseded: int = 0  # calls a later retry replaced (the harness never saw their answer)
 
 
@@ -95,6 +111,7 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
     """Merge one rollout's calls (in call order) into rows; side calls and failed calls are skipped."""
     counts = MergeCounts()
     rows: list[Row] = []
+    lineage = Lineage()
     for call in _trainable(sorted(calls, key=lambda c: c.call_index), counts):
         check_temperature(rollout_id, call, temperature)
         if len(call.completion_logprobs) != len(call.completion_token_ids) or not call.prompt_token_ids:
@@ -102,15 +119,23 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
                 f"rollout {rollout_id} call {call.call_index} lacks prompt token ids or completion logprobs; "
                 "scoring should have marked the rollout unusable (rescore it)"
             )
-        current = rows[-1].tokens() if rows else None
-        if current is not None and call.prompt_token_ids[: len(current)] == current:
-            rows[-1].add(call.prompt_token_ids[len(current) :], sampled=False)
+        extended = [row for row in rows if row.starts(call.prompt_token_ids)]
+        if extended:
+            row = max(extended, key=Row.size)
+            row.add(call.prompt_token_ids[row.size() :], sampled=False)
             counts.continuations += 1
         else:
-            if current is not None:
-                counts.breaks += 1
-            rows.append(Row(rollout_id=rollout_id, prompt=list(call.prompt_token_ids)))
-        rows[-1].add(call.completion_token_ids, sampled=True, logprobs=call.completion_logprobs)
+            row = Row(rollout_id=rollout_id, prompt=list(call.prompt_token_ids))
+            if rows:
+                branch = lineage.classify(call)
+                row.branch_kind, row.parent_call = branch.kind, branch.parent_call
+                if branch.kind == BREAK:
+                    counts.breaks += 1
+                else:
+                    counts.branches[branch.kind] += 1
+            rows.append(row)
+        row.add(call.completion_token_ids, sampled=True, logprobs=call.completion_logprobs)
+        lineage.add(call)
     return rows, counts
 
 
@@ -139,6 +164,8 @@ def _piece(row: Row, first: int, last: int) -> Row:
         row.response_mask[start:end],
         row.logprobs[start:end],
         spans,
+        row.branch_kind,
+        row.parent_call,
     )
 
 

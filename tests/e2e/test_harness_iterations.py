@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[2]
 # The default row limit the trainer once had: these harnesses' prompts exceed it.
 OLD_PROMPT_LIMIT = 8192
 # What each harness's history allows: OpenClaw moves a message to the end of every
-# request (docs/harnesses.md), so its calls cannot extend one row.
+# request (docs/harnesses.md), so each of its calls is a rewrite branch, not a continuation.
 CONTINUES = {"claude-code": True, "codex": True, "openclaw": False, "mini-swe-agent": True}
 LONG_PROMPTS = {"claude-code", "codex", "openclaw"}
 
@@ -76,8 +76,11 @@ def test_one_iteration_in_the_real_harness_records_scores_and_trains(
     assert metrics["batch/dropped_rows"] == 0
     if harness in LONG_PROMPTS:
         assert max(prompt_lengths) > OLD_PROMPT_LIMIT  # and yet no row was dropped
+    assert metrics["batch/merge_breaks"] == 0
     if CONTINUES[harness]:
-        assert metrics["batch/merge_continuations"] > 0 and metrics["batch/merge_breaks"] == 0
+        assert metrics["batch/merge_continuations"] > 0
+    else:
+        assert metrics["batch/merge_branches/rewrite"] > 0
     before = _weights(store, layout, 0, tmp_path / "v0")
     after = _weights(store, layout, 1, tmp_path / "v1")
     assert any(not before[name].equal(after[name]) for name in before), "the committed checkpoint did not change"

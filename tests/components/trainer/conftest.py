@@ -27,7 +27,7 @@ def _call(
         session_id=session,
         call_index=index,
         api=fields.pop("api", "chat.completions"),
-        request={},
+        request=fields.pop("request", {}),
         prompt_token_ids=prompt,
         completion_token_ids=completion,
         completion_logprobs=[logprob] * len(completion),

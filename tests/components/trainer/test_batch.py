@@ -59,6 +59,8 @@ def test_advantage_is_computed_per_rollout_and_broadcast_to_all_its_rows(call, r
     data, stats = build_batch(calls, [record("t-s0", 1.0), record("t-s1", 0.0)], AlgorithmConfig())
 
     assert stats.merge_breaks == 1 and stats.rows == 3
+    metrics = stats.metrics()
+    assert (metrics["batch/merge_breaks"], metrics["batch/merge_branches/subagent"], metrics["batch/merge_branches/rewrite"]) == (1, 0, 0)
     advantage = data.batch["advantages"][:, 0].tolist()
     # Two rollouts with rewards 1 and 0: mean 0.5, sample std 1/sqrt(2).
     expected = 0.5 / (1 / math.sqrt(2) + 1e-6)

@@ -20,7 +20,7 @@ def test_call_extending_the_row_appends_context_masked_and_completion_sampled(ca
     assert row.logprobs == [-0.5, -0.5, 0.0, 0.0, -0.25]
 
 
-def test_rewritten_history_starts_a_new_row_and_counts_a_break(call):
+def test_rewritten_history_starts_a_rewrite_branch(call):
     # Call 2 drops the first exchange (a trimmed context): not an extension of the row.
     calls = [
         call(0, [1, 2, 3], [4, 5]),
@@ -31,9 +31,11 @@ def test_rewritten_history_starts_a_new_row_and_counts_a_break(call):
 
     rows, counts = merge_calls("t-s0", calls, temperature=1.0)
 
-    assert (counts.continuations, counts.breaks) == (2, 1)
+    assert (counts.continuations, counts.branches, counts.breaks) == (2, {"subagent": 0, "rewrite": 1}, 0)
     assert [r.tokens() for r in rows] == [[1, 2, 3, 4, 5, 20, 6], [1, 2, 30, 6, 7, 31, 8]]
     assert rows[1].response_mask == [1, 0, 1]
+    # It leaves call 1 (the latest of the two sharing [1, 2]) inside that call's prompt.
+    assert [(r.branch_kind, r.parent_call) for r in rows] == [(None, None), ("rewrite", 1)]
 
 
 def test_prompt_equal_to_the_row_continues_with_no_context_tokens(call):

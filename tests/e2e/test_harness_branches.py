@@ -1,0 +1,123 @@
+"""Branches in real harness sessions: a Claude Code subagent and OpenClaw's rewritten
+history, recorded through the real proxy and the scripted dev engine, become rows of
+their own (branches) rather than breaks, with every sampled token trained exactly once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.core.config import AlgorithmConfig, ExperimentConfig
+from components.core.outcome import RewardRecord, RolloutStatus
+from components.core.services import free_port, openforge_argv, start_service
+from components.core.trajectory import RecordedCall, read_session
+from components.rollout.harnesses import get_harness
+from components.rollout.runner import run_rollout
+from components.trainer.batch import build_batch
+from components.trainer.rows import merge_calls
+from tests.e2e.test_harnesses import ANSWER, SHELL_WRITE, WRITE_FILE, _task
+
+REPO = Path(__file__).resolve().parents[2]
+SUBAGENT_PROMPT = "Report whether greeting.txt exists in the current directory."
+# Claude Code's Agent tool (its Task tool before 2.1), run in the foreground so the parent
+# waits for it. Explore is a subagent type without the Agent tool: the subagent's first
+# turn (the script's turn 0 again: a request's turn is its count of assistant messages)
+# is refused as an unknown tool instead of launching a subagent of its own.
+AGENT_CALL = {
+    "name": "Agent",
+    "arguments": {
+        "description": "Check the greeting",
+        "prompt": SUBAGENT_PROMPT,
+        "subagent_type": "Explore",
+        "run_in_background": False,
+    },
+}
+SCRIPTS = {
+    "claude-code": {"turns": [{"tool_calls": [AGENT_CALL]}, {"tool_calls": [SHELL_WRITE]}, {"content": ANSWER}]},
+    "openclaw": {"turns": [{"tool_calls": [WRITE_FILE]}, {"content": ANSWER}]},
+}
+
+
+def _run(harness: str, make_dev_engine: Any, tmp_path: Path) -> list[RecordedCall]:
+    adapter = get_harness(harness)
+    if not adapter.is_installed():
+        pytest.skip(f"{harness} {adapter.version} is not installed: run `openforge harness install {harness}`")
+    engine = make_dev_engine(SCRIPTS[harness])
+    port = free_port()
+    sessions = tmp_path / "sessions"
+    argv = openforge_argv("proxy", "--upstream", engine.url, "--out", str(sessions), "--port", str(port), "--training")
+    config = ExperimentConfig.model_validate(
+        {
+            "name": "branches-e2e",
+            "tasks": {"source": "unused"},
+            "harness": {"name": harness, "max_turns": 8, "max_tokens": 256},
+            "rollout": {"time_limit_s": 300},
+        }
+    )
+    with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
+        outcome = run_rollout(
+            config,
+            iteration=0,
+            rollout_id="write-greeting-s0",
+            task_dir=_task(tmp_path / "tasks"),
+            proxy_url=proxy.url,
+            trajectory=sessions / "write-greeting-s0.jsonl",
+            out_dir=tmp_path / "out",
+            adapter=adapter,
+        )
+        proxy_log = proxy.log_tail()
+    assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{proxy_log}"
+    return read_session(sessions / "write-greeting-s0.jsonl")
+
+
+def _sampled(calls: list[RecordedCall]) -> int:
+    """Sampled tokens the records hold for training: the completions of the agent's answered calls."""
+    return sum(len(c.completion_token_ids) for c in calls if c.ok and not c.tags.get("side_call"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_claude_code_subagent_is_a_branch_trained_with_the_parents_advantage(make_dev_engine: Any, tmp_path: Path) -> None:
+    calls = _run("claude-code", make_dev_engine, tmp_path)
+    launcher = next(c for c in calls if any(b.get("name") == "Agent" for b in c.response["content"]))
+
+    rows, counts = merge_calls("write-greeting-s0", calls, temperature=1.0)
+
+    assert (counts.branches["subagent"], counts.breaks) == (1, 0), counts
+    assert [(r.branch_kind, r.parent_call) for r in rows] == [(None, None), ("subagent", launcher.call_index)]
+    assert counts.continuations == len([c for c in calls if c.ok and not c.tags.get("side_call")]) - 2
+    assert sum(r.sampled_tokens() for r in rows) == _sampled(calls)
+    # The same calls as a second rollout of the group, failed: the first's rows, branch
+    # included, all carry its advantage, the second's the opposite one.
+    records = [
+        RewardRecord(rollout_id=rid, task_id="t", group_id="it0-t", reward=reward, usable=True, status=RolloutStatus.OK)
+        for rid, reward in (("passed", 1.0), ("failed", 0.0))
+    ]
+    data, stats = build_batch({"passed": calls, "failed": calls}, records, AlgorithmConfig())
+    advantage = {rid: [] for rid in ("passed", "failed")}
+    for rid, row_advantage, mask in zip(data.non_tensor_batch["rollout_id"], data.batch["advantages"], data.batch["response_mask"]):
+        advantage[rid].append(set(row_advantage[mask.bool()].tolist()))
+    assert len(advantage["passed"]) == 2 and all(a == advantage["passed"][0] for a in advantage["passed"])
+    [value] = advantage["passed"][0]
+    assert value > 0 and advantage["failed"] == [{-value}, {-value}]
+    assert stats.metrics()["batch/merge_branches/subagent"] == 2.0 and stats.trained_tokens == 2 * _sampled(calls)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # OpenClaw's start-up alone takes most of a minute on busy cores
+def test_openclaw_rewritten_history_becomes_rewrite_branches_not_breaks(make_dev_engine: Any, tmp_path: Path) -> None:
+    calls = _run("openclaw", make_dev_engine, tmp_path)
+    agent_calls = [c for c in calls if c.ok and not c.tags.get("side_call")]
+    assert len(agent_calls) >= 2, [c.response for c in calls]
+
+    rows, counts = merge_calls("write-greeting-s0", calls, temperature=1.0)
+
+    # OpenClaw moves its internal-context message to the end of every request: no call
+    # extends the row before it, each is a rewrite of the call before.
+    assert (counts.continuations, counts.breaks, counts.branches["rewrite"]) == (0, 0, len(agent_calls) - 1), counts
+    assert [r.parent_call for r in rows[1:]] == [c.call_index for c in agent_calls[:-1]]
+    assert sum(r.sampled_tokens() for r in rows) == _sampled(calls)
+    assert [r.prompt for r in rows] == [c.prompt_token_ids for c in agent_calls]  # no token trained twice
