@@ -9,9 +9,12 @@ Starts the dev engine on the tiny model with the continuity script
 by the model), then records sessions through a training-mode proxy with token
 provenance off and on: harness-shaped call sequences (reference harness, Claude Code,
 Codex, mini-swe-agent), and each real harness CLI that is installed (``make harnesses``)
-run by the rollout runner. Continuity is the share of calls after a session's first that
-extend the previous call's training row (``components.trainer.rows.merge_calls``). Prints
-the table and rewrites the "Token provenance: measured continuity" section of docs/proxy.md.
+run by the rollout runner, a few rollouts each: with that policy, with a reasoning policy
+(every answer thinks first, read with the ``qwen3`` reasoning parser), and Claude Code
+handing work to a subagent. Continuity is the share of calls after a session's first that
+extend a training row (``components.trainer.rows.merge_calls``); the others are branches
+(a subagent, a rewritten history) or breaks. Prints the tables and rewrites the "Token
+provenance: measured continuity" section of docs/proxy.md.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks.continuity.measure import Continuity, run_shape
 from benchmarks.continuity.real import HARNESSES, installed, run_real
-from benchmarks.continuity.shapes import SCRIPT, SHAPES
+from benchmarks.continuity.shapes import REASONING_ARGS, REASONING_SCRIPT, SCRIPT, SHAPES, SUBAGENT_SCRIPT
 from benchmarks.doc_sections import REPO, machine_summary, now_text, write_section
 from components.core.services import free_port, start_service
 
@@ -42,14 +45,21 @@ COMMAND = ".venv/bin/python benchmarks/bench_continuity.py"
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=3, help="Simulated sessions per shape and setting.")
+    parser.add_argument("--rollouts", type=int, default=3, help="Rollouts per real harness, policy and setting.")
     parser.add_argument("--no-real", action="store_true", help="Skip the real harness CLIs.")
     parser.add_argument("--no-doc", action="store_true", help="Print only; leave docs/proxy.md as it is.")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-continuity-") as scratch:
         work = Path(scratch)
-        with _scripted_engine(work) as engine:
+        with _scripted_engine(work / "plain", SCRIPT) as engine:
             simulated = _simulated(engine.url, work, args.sessions)
-            real, skipped = ([], []) if args.no_real else _real(engine.url, work)
+            real = [] if args.no_real else _real("plain", engine.url, work, HARNESSES, args.rollouts)
+        if not args.no_real:
+            with _scripted_engine(work / "reasoning", REASONING_SCRIPT, REASONING_ARGS) as engine:
+                real += _real("reasoning", engine.url, work, HARNESSES, args.rollouts, REASONING_ARGS)
+            with _scripted_engine(work / "subagent", SUBAGENT_SCRIPT) as engine:
+                real += _real("subagent", engine.url, work, ("claude-code",), args.rollouts)
+    skipped = [] if args.no_real else [name for name in HARNESSES if not installed(name)]
     text = _report(simulated, real, skipped, args)
     print(text)
     if not args.no_doc:
@@ -57,16 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _scripted_engine(work: Path) -> Any:
-    """The dev engine on a fresh tiny model, playing the continuity script (a context manager)."""
+def _scripted_engine(work: Path, script: dict[str, Any], args: tuple[str, ...] = ()) -> Any:
+    """The dev engine on a fresh tiny model, playing ``script`` (a context manager)."""
     from components.engine import init_tiny_model
 
     model = init_tiny_model(work / "model")
-    script = work / "script.json"
-    script.write_text(json.dumps(SCRIPT))
+    script_path = work / "script.json"
+    script_path.write_text(json.dumps(script))
     port = free_port()
     argv = [sys.executable, "-m", "components.engine", "serve", "--model", str(model), "--port", str(port),
-            "--served-model-name", "policy", "--script", str(script), "--threads", "1"]  # fmt: skip
+            "--served-model-name", "policy", "--script", str(script_path), "--threads", "1", *args]  # fmt: skip
     env = {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return start_service("engine", argv, port=port, log_dir=work / "logs", env=env, deadline_s=180)
 
@@ -83,29 +93,45 @@ def _simulated(engine_url: str, work: Path, n: int) -> list[tuple[Continuity, Co
     return pairs
 
 
-def _real(engine_url: str, work: Path) -> tuple[list[tuple[Continuity, Continuity, str]], list[str]]:
-    runs, skipped = [], []
-    for name in HARNESSES:
-        if not installed(name):
-            skipped.append(name)
-            continue
+def _real(
+    policy: str, engine_url: str, work: Path, harnesses: tuple[str, ...], rollouts: int, proxy_args: tuple[str, ...] = ()
+) -> list[tuple[Continuity, Continuity, str, str]]:
+    runs = []
+    for name in (h for h in harnesses if installed(h)):
         (off, off_status), (on, on_status) = (
-            run_real(name, engine_url, work / f"real-{name}-{on}", provenance=on) for on in (False, True)
+            run_real(name, engine_url, work / f"real-{policy}-{name}-{on}", provenance=on, rollouts=rollouts,
+                     proxy_args=proxy_args)  # fmt: skip
+            for on in (False, True)
         )
-        print(f"real {name}: {off.share:.0%} -> {on.share:.0%} ({off_status}, {on_status})", flush=True)
-        runs.append((off, on, f"{off_status} / {on_status}"))
-    return runs, skipped
+        print(f"real {name}, {policy} policy: {off.share:.0%} -> {on.share:.0%} ({off_status}, {on_status})", flush=True)
+        runs.append((off, on, policy, f"{_statuses(off_status)} / {_statuses(on_status)}"))
+    return runs
+
+
+def _statuses(statuses: list[str]) -> str:
+    return ", ".join(f"{status} {statuses.count(status)}" for status in sorted(set(statuses)))
 
 
 def _reasons(result: Continuity) -> str:
     return "; ".join(f"{reason} ({count})" for reason, count in result.chat_reasons.most_common()) or "-"
 
 
-def _row(name: str, off: Continuity, on: Continuity, extra: str = "") -> str:
+def _row(name: str, off: Continuity, on: Continuity) -> str:
     return (
-        f"| {name} | {on.sessions} | {on.calls} | {off.share:.0%} ({off.continued}/{off.continued + off.broken}) "
-        f"| {on.share:.0%} ({on.continued}/{on.continued + on.broken}) | {on.token_path} | {_reasons(on)} |{extra}"
+        f"| {name} | {on.sessions} | {on.calls} | {_share(off)} | {_share(on)} | {on.token_path} | {_reasons(on)} |"
     )
+
+
+def _real_row(off: Continuity, on: Continuity, policy: str, status: str) -> str:
+    branches = ", ".join(f"{kind} {n}" for kind, n in sorted(on.branches.items())) or "-"
+    return (
+        f"| {on.shape} | {policy} | {on.sessions} | {on.calls} | {_share(off)} | {_share(on)} | {branches} | {on.breaks} "
+        f"| {on.sampled_in_rows} / {on.sampled_recorded} | {on.token_path} | {_reasons(on)} | {status} |"
+    )
+
+
+def _share(result: Continuity) -> str:
+    return f"{result.share:.0%} ({result.continued}/{result.continued + result.broken})"
 
 
 def _report(simulated: list, real: list, skipped: list[str], args: argparse.Namespace) -> str:
@@ -128,12 +154,14 @@ def _report(simulated: list, real: list, skipped: list[str], args: argparse.Name
     if real:
         lines += [
             "",
-            "Real harness CLIs at their pinned versions, one rollout each (`benchmarks/continuity/real.py`):",
+            f"Real harness CLIs at their pinned versions, {args.rollouts} rollouts each "
+            "(`benchmarks/continuity/real.py`); the branch, break and token columns are about the runs with "
+            "provenance on:",
             "",
-            "| harness | sessions | calls | without provenance | with provenance | token-path calls "
-            "| chat-path calls, why | rollout status (off / on) |",
-            "|---|---|---|---|---|---|---|---|",
-            *(_row(off.shape, off, on, f" {status} |") for off, on, status in real),
+            "| harness | policy | sessions | calls | without provenance | with provenance | branches | breaks "
+            "| sampled tokens in rows / recorded | token-path calls | chat-path calls, why | rollouts (off / on) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *(_real_row(off, on, policy, status) for off, on, policy, status in real),
         ]
     if skipped:
         lines += ["", f"Not installed, so not run: {', '.join(skipped)} (`make harnesses`)."]

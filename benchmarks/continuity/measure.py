@@ -15,7 +15,7 @@ from pathlib import Path
 
 from components.core.trajectory import RecordedCall, read_sessions
 from components.proxy import ProxyConfig, start_proxy
-from components.trainer.rows import merge_calls
+from components.trainer.rows import merge_calls, trainable_calls
 
 from benchmarks.continuity.shapes import Driver
 
@@ -29,9 +29,17 @@ class Continuity:
     sessions: int = 0
     calls: int = 0  # recorded, side calls included
     continued: int = 0
-    broken: int = 0
+    branches: Counter[str] = field(default_factory=Counter)  # calls that started a row of a known kind
+    breaks: int = 0  # calls that started a row for no known reason
     token_path: int = 0  # calls sent to the engine as token ids
     chat_reasons: Counter[str] = field(default_factory=Counter)  # why the others took the chat path
+    sampled_recorded: int = 0  # sampled tokens of the calls training keeps
+    sampled_in_rows: int = 0  # of those, the tokens the merged rows train on
+
+    @property
+    def broken(self) -> int:
+        """Calls after a session's first that did not continue a row (branches and breaks)."""
+        return self.breaks + sum(self.branches.values())
 
     @property
     def share(self) -> float:
@@ -39,11 +47,14 @@ class Continuity:
         return self.continued / judged if judged else 1.0
 
     def add(self, session_id: str, calls: list[RecordedCall], temperature: float) -> None:
-        _, counts = merge_calls(session_id, calls, temperature)
+        rows, counts = merge_calls(session_id, calls, temperature)
         self.sessions += 1
         self.calls += len(calls)
         self.continued += counts.continuations
-        self.broken += counts.breaks + sum(counts.branches.values())  # every call that started a row after the first
+        self.breaks += counts.breaks
+        self.branches.update({kind: n for kind, n in counts.branches.items() if n})
+        self.sampled_in_rows += sum(row.sampled_tokens() for row in rows)
+        self.sampled_recorded += sum(len(c.completion_token_ids) for c in trainable_calls(calls))
         for call in calls:
             if call.provenance is not None and call.provenance.path == "tokens":
                 self.token_path += 1

@@ -235,3 +235,33 @@ SCRIPT: dict[str, Any] = {
         {"sampled_text": 8},
     ]
 }
+
+# The same session by a reasoning policy: each answer thinks first, the way Qwen3 writes it.
+# The engine and the proxy read it with the `qwen3` reasoning parser, so the thinking goes
+# back to the harness in its surface's reasoning field, which the harnesses do not send
+# back: the row continues only if the proxy splices the sampled thinking back in.
+REASONING_SCRIPT: dict[str, Any] = {
+    "turns": [
+        {"content": "<think>\nFirst see what the workspace holds.\n</think>\n\nLet me look.", "tool_calls": [{"shell": "ls -la"}]},
+        {"content": "<think>\nNo notes yet: write them.\n</think>\n\n",
+         "tool_calls": [{"write_file": {"path": "notes.txt", "content": "hello\n"}}]},
+        {"content": "<think>\nCheck what was written.\n</think>\n\nNow I check the file.", "tool_calls": [{"shell": "cat notes.txt"}]},
+        {"content": "<think>\nIt holds hello.\n</think>\n\n", "tool_calls": [{"shell": f"echo {SUBMIT}"}]},
+        {"content": "<think>\nAll done.\n</think>\n\nnotes.txt holds hello."},
+    ]
+}  # fmt: skip
+REASONING_ARGS = ("--reasoning-parser", "qwen3")
+
+# Claude Code handing the check to a subagent (its Agent tool, in the foreground): the
+# subagent's calls interleave with the parent's and become a branch of their own. The
+# subagent's first turn is the script's first again: Explore subagents have no Agent tool,
+# so Claude Code refuses it as an unknown tool and the subagent answers on its next turn.
+SUBAGENT_SCRIPT: dict[str, Any] = {
+    "turns": [
+        {"tool_calls": [{"name": "Agent", "arguments": {
+            "description": "Look around", "prompt": "List the files in the workspace.",
+            "subagent_type": "Explore", "run_in_background": False}}]},
+        {"content": "", "tool_calls": [{"write_file": {"path": "notes.txt", "content": "hello\n"}}]},
+        {"sampled_text": 8},
+    ]
+}  # fmt: skip

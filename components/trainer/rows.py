@@ -91,7 +91,10 @@ def check_temperature(rollout_id: str, call: RecordedCall, expected: float) -> N
         )
 
 
-def _trainable(calls: Sequence[RecordedCall], counts: MergeCounts) -> list[RecordedCall]:
+def trainable_calls(calls: Sequence[RecordedCall], counts: MergeCounts | None = None) -> list[RecordedCall]:
+    """The calls training learns from: the latest attempt's answered turns, less side calls
+    and retried calls (``counts`` counts the retried ones)."""
+    counts = counts if counts is not None else MergeCounts()
     # Earlier attempts of a retried rollout ended on an infrastructure failure: kept in the
     # file, never trained on (their conversation was abandoned, not continued).
     calls = latest_attempt(calls)
@@ -112,7 +115,7 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
     counts = MergeCounts()
     rows: list[Row] = []
     lineage = Lineage()
-    for call in _trainable(sorted(calls, key=lambda c: c.call_index), counts):
+    for call in trainable_calls(sorted(calls, key=lambda c: c.call_index), counts):
         check_temperature(rollout_id, call, temperature)
         if len(call.completion_logprobs) != len(call.completion_token_ids) or not call.prompt_token_ids:
             raise BatchError(
