@@ -173,7 +173,8 @@ def test_a_client_that_stops_reading_its_stream_does_not_stall_other_sessions(
         assert not engine.finished  # the slow stream was still held while the others were served
         slow.close()
         path = tmp_path / "out" / "slow.jsonl"
-        _wait_for(lambda: path.exists() and path.stat().st_size > 0, timeout=20)
+        # One write() puts the record in the file, but a reader may see it half copied: wait for its end.
+        _wait_for(lambda: path.exists() and path.read_bytes().endswith(b"\n"), timeout=20)
         [call] = read_session(path)
         assert not call.ok and "client disconnected" in call.error  # recorded, not lost
     finally:
