@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from components.core.parsers import ChatParsers
 from components.proxy.provenance._completions import CompletionAsChat, chat_only, completions_body
 from components.proxy.provenance._memory import (
     EDITED_HISTORY,
@@ -233,8 +234,8 @@ def test_streamed_and_whole_text_completions_become_the_same_chat_answer() -> No
                                   "text_offset": [0] * 6}}],
         "usage": {"prompt_tokens": 3, "completion_tokens": 6, "total_tokens": 9},
     }  # fmt: skip
-    whole = CompletionAsChat(CHAT, [1, 2, 3]).answer(whole_completion)
-    streamed = CompletionAsChat(CHAT, [1, 2, 3])
+    whole = CompletionAsChat(CHAT, [1, 2, 3], ChatParsers()).answer(whole_completion)
+    streamed = CompletionAsChat(CHAT, [1, 2, 3], ChatParsers())
     assembler = ChatStreamAssembler()
     for position in range(len(PIECES)):
         for chunk in streamed.chunks({**_head(), "choices": [_choice(position)]}):

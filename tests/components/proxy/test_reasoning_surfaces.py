@@ -27,7 +27,7 @@ def test_messages_put_reasoning_in_a_thinking_block_before_the_text() -> None:
     body = message_body(CHAT, {"model": "m"})
     assert body["content"] == [
         {"type": "thinking", "thinking": "Think first.", "signature": ""},
-        {"type": "text", "text": "Four."},
+        {"type": "text", "text": "Four.", "citations": None},
     ]
     stream = MessagesStream({"model": "m"})
     events = _events(b"".join(stream.event(chunk) for chunk in CHUNKS) + stream.end())
