@@ -173,9 +173,15 @@ _READING = [
     "turns) comes back one newline longer (the hermes parser keeps the model's `\\n` before",
     "`<tool_call>` in the content and Qwen's template writes its own), and the first one's sampled",
     "text re-encodes to other ids as well; tool calls without text re-render to the ids the model",
-    "sampled. OpenClaw moves its internal-context user message to the end of every request, so the",
-    "context of each answer changes after it was sampled: its rows break with provenance or without,",
-    "and the trainer counts those breaks.",
+    "sampled. The reasoning policy's thinking goes to each harness in its surface's reasoning field",
+    "(chat `reasoning`, a Messages `thinking` block, a Responses `reasoning` item) and none sends it",
+    "back, so without provenance no row continues; with it the proxy splices the sampled thinking",
+    "back in. OpenClaw moves its internal-context user message to the end of every request, so the",
+    "context of each answer changes after it was sampled: each of its calls becomes a `rewrite`",
+    "branch, a row of its own (its whole prompt as context, then its answer), and every sampled",
+    "token is still trained exactly once (rows / recorded). Claude Code's subagent (its `Agent`",
+    "tool) interleaves its calls with the parent's: they form a `subagent` branch, and the",
+    "parent's calls after it continue the parent's row.",
 ]
 
 
