@@ -168,6 +168,8 @@ def main() -> None:
         proxy_parser.add_argument(flag, required=True)
     proxy_parser.add_argument("--port", type=int, required=True)
     proxy_parser.add_argument("--training", action="store_true")
+    for flag in ("--sampling-seed", "--tool-call-parser", "--reasoning-parser"):
+        proxy_parser.add_argument(flag)
     proxy_parser.set_defaults(run=proxy)
     steps = commands.add_parser("step").add_subparsers(dest="step", required=True)
     status = steps.add_parser("record-status")

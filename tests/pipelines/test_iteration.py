@@ -130,7 +130,7 @@ def test_rollout_pod_runs_the_proxy_as_a_sidecar_sharing_the_work_volume() -> No
     (sidecar,) = rollout["sidecars"]
     assert sidecar["command"] == [
         "openforge", "proxy", "--upstream", "http://{{inputs.parameters.serve-address}}",
-        "--out", "/work/trajectories", "--port", "8100", "--training",
+        "--out", "/work/trajectories", "--port", "8100", "--training", "--tool-call-parser", "hermes",
     ]  # fmt: skip
     for container in (rollout["container"], sidecar):
         assert {"name": "work", "mountPath": "/work"} in container["volumeMounts"]
@@ -149,7 +149,8 @@ def test_seeded_sampling_seeds_the_proxy_per_experiment_and_iteration() -> None:
     config = quickstart_config().model_copy(deep=True)
     config.seed, config.rollout.seeded_sampling = 7, True
     (sidecar,) = template(compile_config(config)[0], "rollout")["sidecars"]
-    assert sidecar["command"][-2:] == ["--sampling-seed", f"7/{ITERATION}"]
+    command = sidecar["command"]
+    assert command[command.index("--sampling-seed") + 1] == f"7/{ITERATION}"
 
 
 def test_rollout_artifacts_use_the_run_layout_keys() -> None:
