@@ -1,13 +1,16 @@
 """What a user watches during `openforge run`: phases and rollouts live, then a summary.
 
 Fed by the executor's node events (from many threads at once); rich's Progress does the
-drawing and its own locking.
+drawing and its own locking. Without a terminal (a CI log, ``nohup``, a pod's log) rich
+draws nothing until the end, so the view also prints one plain line per phase change and
+per finished rollout: the log shows progress while it happens.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,15 +47,21 @@ class _FanOut:
         return text + (f" · resumed {self.skipped}" if self.skipped else "")
 
 
-def _rollout_failed(outputs: Mapping[str, Path]) -> bool:
-    """A rollout that ran but whose recorded outcome is not ``ok`` (harness or verifier trouble)."""
+def _rollout_status(outputs: Mapping[str, Path]) -> str | None:
+    """The recorded outcome's status of a rollout that ran (None: it wrote no outcome)."""
     for path in outputs.values():
         if path.name == "outcome.json":
             try:
-                return json.loads(path.read_text()).get("status") != RolloutStatus.OK.value
+                return str(json.loads(path.read_text()).get("status"))
             except (OSError, ValueError):
-                return True
-    return False
+                return "unreadable outcome"
+    return None
+
+
+def _rollout_failed(outputs: Mapping[str, Path]) -> bool:
+    """A rollout that ran but whose recorded outcome is not ``ok`` (harness or verifier trouble)."""
+    status = _rollout_status(outputs)
+    return status is not None and status != RolloutStatus.OK.value
 
 
 class RunView:
@@ -74,6 +83,8 @@ class RunView:
         self._rows: dict[str, TaskID] = {}
         self._fan_outs: dict[str, _FanOut] = {}
         self._iteration = 0
+        self._plain = not console.is_terminal
+        self._started: dict[str, float] = {}  # node -> when it started running (for the plain lines)
 
     def __enter__(self) -> "RunView":
         self.progress.start()
@@ -88,6 +99,8 @@ class RunView:
 
     def observe(self, event: NodeEvent) -> None:
         with self._lock:
+            if self._plain:
+                self._line(event)
             if event.fan_out is not None:
                 fan = self._fan_outs[event.task] = _FanOut(self._row(event.task, total=event.fan_out))
                 self.progress.update(fan.row, status=fan.status())
@@ -95,6 +108,21 @@ class RunView:
                 self._child(self._fan_outs[event.task], event)
             else:
                 self._phase(event)
+
+    def _line(self, event: NodeEvent) -> None:
+        if event.phase is NodePhase.RUNNING:
+            self._started[event.node] = time.monotonic()
+            if event.task in self._fan_outs and event.node.endswith(")"):
+                return  # a rollout starting: its end says enough
+        started = self._started.pop(event.node, None) if event.phase in _FINAL else None
+        took = f" in {time.monotonic() - started:.0f} s" if started is not None else ""
+        word = _PHASE_WORDS[event.phase].replace("[red]", "").replace("[/red]", "")
+        status = _rollout_status(event.outputs) if event.phase is NodePhase.SUCCEEDED else None
+        if status is not None:
+            word = "ok" if status == RolloutStatus.OK.value else f"failed ({status})"
+        detail = f": {event.detail.splitlines()[0]}" if event.detail and event.phase is NodePhase.FAILED else ""
+        fan = f" ({event.fan_out} rollouts)" if event.fan_out is not None else ""
+        self.console.print(f"it {self._iteration} · {event.node}{fan}: {word}{took}{detail}", markup=False, highlight=False)
 
     def _row(self, task: str, total: int | None = None) -> TaskID:
         if task not in self._rows:

@@ -68,3 +68,37 @@ def test_summary_table_fits_an_80_column_terminal_without_cutting_a_header() -> 
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text  # rich cuts what does not fit with an ellipsis
     assert "1,234,567" in text and "pass@16" in text
+
+
+def test_without_a_terminal_each_phase_change_and_finished_rollout_is_a_plain_line(tmp_path: Path) -> None:
+    out = io.StringIO()
+    view = RunView(Console(file=out, width=160))  # a file: not a terminal, as a CI log or a pod's log
+    view.start_iteration(2)
+    for event in [
+        NodeEvent("prepare", "prepare", NodePhase.RUNNING),
+        NodeEvent("prepare", "prepare", NodePhase.SUCCEEDED),
+        NodeEvent("rollout", "rollout", NodePhase.RUNNING, fan_out=2),
+        NodeEvent("rollout", "rollout(0)", NodePhase.RUNNING),
+        NodeEvent("rollout", "rollout(0)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "a", "ok")),
+        NodeEvent("rollout", "rollout(1)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "b", "timeout")),
+        NodeEvent("score", "score", NodePhase.FAILED, "exit code 1\nlong log"),
+    ]:
+        view.observe(event)
+
+    assert out.getvalue().splitlines() == [
+        "it 2 · prepare: running",
+        "it 2 · prepare: done in 0 s",
+        "it 2 · rollout (2 rollouts): running",
+        "it 2 · rollout(0): ok in 0 s",
+        "it 2 · rollout(1): failed (timeout)",
+        "it 2 · score: failed: exit code 1",
+    ]
+
+
+def test_on_a_terminal_the_live_view_alone_shows_progress() -> None:
+    out = io.StringIO()
+    view = RunView(Console(file=out, width=160, force_terminal=True))
+    view.start_iteration(0)
+    view.observe(NodeEvent("prepare", "prepare", NodePhase.SUCCEEDED))
+
+    assert "it 0 · prepare:" not in out.getvalue()
