@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import AfterValidator
@@ -26,19 +27,18 @@ def reasoning_format(name: str) -> ReasoningFormat:
 
 
 def check_tool_call_parser(name: str) -> str:
-    if name not in TOOL_CALL_FORMATS:
-        raise ValueError(
-            f"tool_call_parser {name!r} is not supported; supported: {', '.join(TOOL_CALL_FORMATS)} "
-            "(vLLM's names), or null for no tool-call parsing"
-        )
-    return name
+    return _supported("tool_call_parser", name, TOOL_CALL_FORMATS)
 
 
 def check_reasoning_parser(name: str) -> str:
-    if name not in REASONING_FORMATS:
+    return _supported("reasoning_parser", name, REASONING_FORMATS)
+
+
+def _supported(setting: str, name: str, formats: Mapping[str, object]) -> str:
+    if name not in formats:
         raise ValueError(
-            f"reasoning_parser {name!r} is not supported; supported: {', '.join(REASONING_FORMATS)} "
-            "(vLLM's names), or null for no reasoning parsing"
+            f"{setting} {name!r} is not supported; supported: {', '.join(formats)} "
+            f"(vLLM's names), or null for no {setting.removesuffix('_parser').replace('_', '-')} parsing"
         )
     return name
 

@@ -14,15 +14,11 @@ import anthropic
 import pytest
 
 from components.core import read_session
+from tests.components.proxy._conversations import MESSAGES_ASK as ASK
+from tests.components.proxy._conversations import MESSAGES_TOOL_RESULT as TOOL_RESULT
+from tests.components.proxy._conversations import MESSAGES_TOOL_TURN as TOOL_TURN
+from tests.components.proxy._conversations import MESSAGES_WRITE_TOOL as WRITE_TOOL
 
-WRITE_TOOL = {
-    "name": "write_file",
-    "description": "Write a file.",
-    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
-}
-ASK = {"role": "user", "content": "Write hello to notes.txt."}
-TOOL_TURN = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": {"path": "notes.txt", "content": "hello"}}]}
-TOOL_RESULT = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "written"}]}
 CONVERSATIONS = {"tool_call": [ASK], "answer": [ASK, TOOL_TURN, TOOL_RESULT]}
 
 

@@ -14,16 +14,10 @@ import openai
 import pytest
 
 from components.core import read_session
+from tests.components.proxy._conversations import RESPONSES_ASK as ASK
+from tests.components.proxy._conversations import RESPONSES_WRITE_TOOL as WRITE_TOOL
 
-WRITE_TOOL = {
-    "type": "function",
-    "name": "write_file",
-    "description": "Write a file.",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
-    "strict": False,
-}
 SYSTEM = {"role": "developer", "content": "You write files."}
-ASK = {"role": "user", "content": [{"type": "input_text", "text": "Write hello to notes.txt."}]}
 CALL = {"type": "function_call", "call_id": "call_1", "name": "write_file", "arguments": '{"path": "notes.txt", "content": "hello"}'}
 RESULT = {"type": "function_call_output", "call_id": "call_1", "output": "written"}
 CONVERSATIONS = {"tool_call": [SYSTEM, ASK], "answer": [SYSTEM, ASK, CALL, RESULT]}

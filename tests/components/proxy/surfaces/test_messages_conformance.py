@@ -15,17 +15,13 @@ from typing import Any, Callable
 import httpx
 import pytest
 
+from tests.components.proxy._conversations import MESSAGES_ASK as ASK
+from tests.components.proxy._conversations import MESSAGES_TOOL_RESULT as TOOL_RESULT
+from tests.components.proxy._conversations import MESSAGES_TOOL_TURN as TOOL_TURN
+from tests.components.proxy._conversations import MESSAGES_WRITE_TOOL as WRITE_TOOL
 from tests.components.proxy._images import b64, png
 from tests.components.proxy.surfaces._openapi import assert_conforms, broken, checked_answer, problems
 
-WRITE_TOOL = {
-    "name": "write_file",
-    "description": "Write a file.",
-    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
-}
-ASK = {"role": "user", "content": "Write hello to notes.txt."}
-TOOL_TURN = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": {"path": "notes.txt", "content": "hello"}}]}
-TOOL_RESULT = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "written"}]}
 SCREEN = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(png(32, 24))}}
 IMAGE = {"role": "user", "content": [{"type": "text", "text": "What is on screen?"}, SCREEN]}
 BASE = {"model": "claude-x", "max_tokens": 64, "tools": [WRITE_TOOL]}

@@ -14,17 +14,11 @@ from typing import Any, Callable
 import httpx
 import pytest
 
+from tests.components.proxy._conversations import RESPONSES_ASK as ASK
+from tests.components.proxy._conversations import RESPONSES_WRITE_TOOL as WRITE_TOOL
 from tests.components.proxy._images import data_url, png
 from tests.components.proxy.surfaces._openapi import assert_conforms, broken, checked_answer, problems
 
-WRITE_TOOL = {
-    "type": "function",
-    "name": "write_file",
-    "description": "Write a file.",
-    "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
-    "strict": False,
-}
-ASK = {"role": "user", "content": [{"type": "input_text", "text": "Write hello to notes.txt."}]}
 CALL = {"type": "function_call", "call_id": "call_1", "name": "write_file", "arguments": '{"path": "notes.txt", "content": "hello"}'}
 RESULT = {"type": "function_call_output", "call_id": "call_1", "output": "written"}
 IMAGE = {"role": "user", "content": [{"type": "input_text", "text": "What is on screen?"}, {"type": "input_image", "image_url": data_url(png(32, 24))}]}
