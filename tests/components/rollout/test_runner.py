@@ -335,19 +335,16 @@ def test_rollout_command_without_config_records_infra_error(
 
 
 def _invoke_rollout(proxy_url: str, task_dir: Path, tmp_path: Path):
-    import typer
     from typer.testing import CliRunner
 
-    from components.rollout.cli import rollout_command
+    from pipelines.steps.cli import step_app
 
-    app = typer.Typer()
-    app.command()(rollout_command)
     args = [
-        "--iteration", "0", "--rollout-id", "write-hello-s2", "--task-dir", str(task_dir),
+        "rollout", "--iteration", "0", "--rollout-id", "write-hello-s2", "--task-dir", str(task_dir),
         "--proxy-url", proxy_url, "--trajectory", str(tmp_path / "trajectories" / "write-hello-s2.jsonl"),
         "--out", str(tmp_path / "out"),
     ]  # fmt: skip
-    return CliRunner().invoke(app, args)
+    return CliRunner().invoke(step_app, args)
 
 
 def _alive(pid: int) -> bool:

@@ -1,0 +1,38 @@
+"""What every step's body needs: its config, its store, and a clean stop.
+
+A step stopped for a reason it can name (a missing file, a batch with nothing to train)
+prints that reason and exits with a code; a traceback is kept for what nobody foresaw.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from components.core.config import ExperimentConfig
+    from components.core.storage import ArtifactStore
+
+# Exit codes: 1 the step ran and refused (it says why), 2 it could not start as given.
+REFUSED = 1
+UNUSABLE = 2
+
+
+def step_config() -> ExperimentConfig:
+    """The config the workflow put in the step's environment; a bad one is a usage error naming the problem."""
+    from components.core.config import config_for_step
+
+    return config_for_step()
+
+
+def step_store(config: ExperimentConfig) -> ArtifactStore:
+    from components.core.storage import open_store
+
+    return open_store(config.storage.uri, config.storage.endpoint_url)
+
+
+def stop(message: str, code: int = REFUSED) -> NoReturn:
+    """End the step with ``message`` on stderr and no traceback."""
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
