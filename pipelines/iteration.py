@@ -37,6 +37,7 @@ from hera.workflows import models as m
 
 from components.core.config import CONFIG_ENV, ExperimentConfig
 from components.core.images import IMAGES_DIR
+from components.core.rollout_identity import OUTCOME_FILE, trajectory_file
 from components.core.storage import run_layout
 from pipelines import pod_specs
 
@@ -207,7 +208,7 @@ def _rollout_template(config: ExperimentConfig) -> Container:
     """
     cluster = config.cluster
     layout = run_layout(config)
-    trajectory_file = f"{TRAJECTORY_DIR}/{ROLLOUT_ID}.jsonl"
+    trajectory = f"{TRAJECTORY_DIR}/{trajectory_file(ROLLOUT_ID)}"
     mounts = {WORK_VOLUME: WORK_DIR, "tmp": "/tmp", "home": HOME_DIR}
     return Container(
         name="rollout",
@@ -222,7 +223,7 @@ def _rollout_template(config: ExperimentConfig) -> Container:
             "--proxy-url",
             f"http://127.0.0.1:{PROXY_PORT}",
             "--trajectory",
-            trajectory_file,
+            trajectory,
             "--out",
             OUT_DIR,
         ),
@@ -236,9 +237,9 @@ def _rollout_template(config: ExperimentConfig) -> Container:
             S3Artifact(name="task", path=TASK_DIR, key=layout.task(TASK_ID)),
         ],
         outputs=[
-            _raw_s3("outcome", f"{OUT_DIR}/outcome.json", layout.outcome(ITERATION, ROLLOUT_ID)),
+            _raw_s3("outcome", f"{OUT_DIR}/{OUTCOME_FILE}", layout.outcome(ITERATION, ROLLOUT_ID)),
             # A harness that never called the model leaves no trajectory: that is an outcome, not an error.
-            _raw_s3("trajectory", trajectory_file, layout.trajectory(ITERATION, ROLLOUT_ID), optional=True),
+            _raw_s3("trajectory", trajectory, layout.trajectory(ITERATION, ROLLOUT_ID), optional=True),
             # The screenshots and other images the records refer to (stored once by hash by the
             # proxy); a folder uploaded file by file (`archive: none`), absent for image-free calls.
             _raw_s3("images", f"{TRAJECTORY_DIR}/{IMAGES_DIR}", layout.images(ITERATION), optional=True),

@@ -25,7 +25,8 @@ def rollout_command(
     """Run one rollout (workspace, harness, verifier) and write its outcome; exits 0 whenever it wrote one."""
     from components.core.config import ConfigError, config_from_env
     from components.core.outcome import Outcome, RolloutStatus
-    from components.rollout.runner import parse_rollout_id, run_rollout, write_outcome
+    from components.core.rollout_identity import parse_rollout_id
+    from components.rollout.runner import run_rollout, write_outcome
 
     try:
         task_id, sample_index = parse_rollout_id(rollout_id)

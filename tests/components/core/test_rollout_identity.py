@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,55 @@ def test_prepare_runner_proxy_and_store_agree_on_one_rollout(tmp_path: Path) -> 
     layout = RunLayout(config.name)
     assert layout.trajectory(3, given) == f"{config.name}/iterations/3/trajectories/{written.name}"
     assert layout.outcome(3, given).rsplit("/", 1)[1] == outcome_key_file(given)
+
+
+# How each name would look if spelled again outside the module: a format string or a literal
+# that makes one (prose in docstrings and help, such as ``<rollout_id>.jsonl``, is fine).
+_SPELLINGS = {
+    "rollout id": re.compile(r"-s\{|-s\(\?P<"),
+    "group id": re.compile(r"\bit\{"),
+    "trajectory file name": re.compile(r"[}*\"']\.jsonl"),
+    "outcome file name": re.compile(r"[\"']outcome\.json|\}/outcome\.json|\{rollout_id\}\.json\b"),
+    "session route": re.compile(r"/s/[{\"']"),
+    "flush query": re.compile(r"/flush\?\S*=\{|query\.get\([\"']session[\"']"),
+}
+# One line per name, as someone might add it (each a line this repository once had).
+_RESPELLED = [
+    'rid = f"{task_id}-s{sample}"',
+    r'_ROLLOUT_ID = re.compile(r"^(?P<task_id>[a-z0-9][a-z0-9-]*)-s(?P<sample>\d+)$")',
+    'group = f"it{iteration}-{task_id}"',
+    'path = out / f"{session_id}.jsonl"',
+    'files = out.glob("*.jsonl")',
+    'out = f"{OUT_DIR}/outcome.json"',
+    'route = f"{proxy_url}/s/{rollout_id}"',
+    'app.router.add_post("/s/{session_id}" + path, handler)',
+    'url = f"{proxy_url}/flush?session={session_id}"',
+    'session = request.query.get("session")',
+]
+
+
+def _spellings(path: Path) -> list[tuple[int, str]]:
+    """``(line number, name)`` for every spelling of a name in one file."""
+    lines = enumerate(path.read_text().splitlines(), start=1)
+    return [(lineno, what) for lineno, line in lines for what, rule in _SPELLINGS.items() if rule.search(line)]
+
+
+def test_the_names_are_spelled_only_in_the_identity_module() -> None:
+    sources = [path for root in ("components", "pipelines") for path in sorted((ROOT / root).rglob("*.py"))]
+    found = [
+        f"{path.relative_to(ROOT)}:{lineno}: {what} (use components/core/rollout_identity.py)"
+        for path in sources
+        if path != IDENTITY_MODULE
+        for lineno, what in _spellings(path)
+    ]
+    assert found == []
+
+
+def test_the_spelling_check_catches_each_name_spelled_again(tmp_path: Path) -> None:
+    # The check above passes on an empty list; this shows it would not stay empty.
+    again = tmp_path / "again.py"
+    again.write_text("\n".join(_RESPELLED) + '\n"""Prose is fine: writes <rollout_id>.jsonl."""\n')
+
+    assert [lineno for lineno, _ in _spellings(again)] == list(range(1, len(_RESPELLED) + 1))
+    # And the module spells every name, so each rule matches the real spelling.
+    assert {what for _, what in _spellings(IDENTITY_MODULE)} == set(_SPELLINGS)

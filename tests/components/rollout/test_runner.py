@@ -14,9 +14,10 @@ from tests.components.rollout._fake_openai import Turn, shell_call
 
 from components.core.config import CONFIG_ENV
 from components.core.outcome import Outcome, RolloutStatus
+from components.core.rollout_identity import OUTCOME_FILE
 from components.core.services import free_port
 from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun
-from components.rollout.runner import OUTCOME_FILE, run_rollout
+from components.rollout.runner import run_rollout
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "quickstart"
 
