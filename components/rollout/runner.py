@@ -24,7 +24,7 @@ from pathlib import Path
 
 from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome, RolloutStatus
-from components.core.rollout_identity import OUTCOME_FILE, parse_rollout_id, session_route
+from components.core.rollout_identity import OUTCOME_FILE, parse_rollout_id, session_route, trajectory_file
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
 from components.environments import DesktopEnvironment, EnvironmentSetupError
@@ -324,12 +324,13 @@ class _Rollout:
         recorded, on_disk = self.record.extra.get("proxy_calls") or 0, len(calls or ())
         if on_disk < recorded:
             # Training on this rollout would use a trajectory that is not there: the
-            # harness's calls were recorded by a proxy that writes somewhere else.
+            # harness's calls were recorded by a proxy that writes somewhere else. The
+            # --trajectory flag and the proxy's --out are given separately (the manifest,
+            # or whoever runs the step by hand), so they can still disagree.
             self.record.reclassify(
                 RolloutStatus.INFRA_ERROR,
                 f"the proxy at {self.proxy_url} recorded {recorded} calls for this rollout but {self.trajectory} "
-                f"holds {on_disk}: that proxy writes to another folder (is its --out this trajectory's folder, "
-                "and is the port this pod's own?)",
+                f"holds {on_disk}: {self._misplaced_trajectory()}",
             )
         if calls is None:
             if "trajectory_error" in self.record.extra:
@@ -341,6 +342,13 @@ class _Rollout:
         self.record.num_calls = len(latest_attempt(calls, attempt))
         if attempt:
             self.record.extra["calls_all_attempts"] = len(calls)
+
+    def _misplaced_trajectory(self) -> str:
+        """Where the recorded calls went instead, as far as the runner can tell."""
+        expected = trajectory_file(self.record.rollout_id)
+        if self.trajectory.name != expected:
+            return f"the proxy names this rollout's file {expected} (--trajectory names {self.trajectory.name})"
+        return "that proxy writes to another folder (is its --out this trajectory's folder, and is the port this pod's own?)"
 
 
 def _prepare_dirs(task: Task, root: Path) -> tuple[Path, Path]:
