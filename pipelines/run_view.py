@@ -20,6 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from components.core.outcome import RolloutStatus
+from components.core.rollout_identity import OUTCOME_FILE
 from components.core.tracking import mlflow_metric_name
 from pipelines.executor import NodeEvent, NodePhase
 
@@ -50,7 +51,7 @@ class _FanOut:
 def _rollout_status(outputs: Mapping[str, Path]) -> str | None:
     """The recorded outcome's status of a rollout that ran (None: it wrote no outcome)."""
     for path in outputs.values():
-        if path.name == "outcome.json":
+        if path.name == OUTCOME_FILE:
             try:
                 return str(json.loads(path.read_text()).get("status"))
             except (OSError, ValueError):

@@ -1,7 +1,7 @@
 """Scoring: verifier outcomes to rewards, GRPO group statistics, pass@k and pass^k."""
 
 from components.reward.passk import pass_at_k, pass_hat_k
-from components.reward.scoring import Capture, group_id, inspect_capture, score_outcomes
+from components.reward.scoring import Capture, inspect_capture, score_outcomes
 from components.reward.stats import GroupStats, TaskStats, group_stats, score_metrics, task_stats
 from components.reward.step import ScoreReport, score_iteration
 from components.reward.summary import EvalSummary, summarize_evaluation
@@ -12,7 +12,6 @@ __all__ = [
     "GroupStats",
     "ScoreReport",
     "TaskStats",
-    "group_id",
     "group_stats",
     "inspect_capture",
     "pass_at_k",

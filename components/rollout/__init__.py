@@ -2,7 +2,7 @@
 
 from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun, get_harness
 from components.rollout.prepare import prepare_iteration
-from components.rollout.runner import parse_rollout_id, run_rollout, verdict
+from components.rollout.runner import run_rollout, verdict
 from components.rollout.tasks import Task, TaskError, VerifierSpec, load_task, load_task_set, select_tasks
 
 __all__ = [
@@ -15,7 +15,6 @@ __all__ = [
     "get_harness",
     "load_task",
     "load_task_set",
-    "parse_rollout_id",
     "prepare_iteration",
     "run_rollout",
     "select_tasks",

@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 
 from components.core.images import IMAGES_DIR
+from components.core.rollout_identity import OUTCOME_FILE, ROLLOUT_ID_FORM, parse_rollout_id, trajectory_file
 from pipelines.steps._spec import ITERATION, Artifact, Flag, StepSpec, input_value, iteration_flag
 
 ROLLOUT_ID = input_value("rollout-id")
@@ -28,14 +29,13 @@ WORK_DIR = "/work"
 TASK_DIR = f"{WORK_DIR}/task"
 TRAJECTORY_DIR = f"{WORK_DIR}/trajectories"
 OUT_DIR = f"{WORK_DIR}/out"
-TRAJECTORY_FILE = f"{TRAJECTORY_DIR}/{ROLLOUT_ID}.jsonl"
-OUTCOME_FILE = "outcome.json"
+TRAJECTORY_FILE = f"{TRAJECTORY_DIR}/{trajectory_file(ROLLOUT_ID)}"
 
 
 def run(iteration: int, rollout_id: str, task_dir: Path, proxy_url: str, trajectory: Path, out: Path) -> None:
     from components.core.config import ConfigError, config_from_env
     from components.core.outcome import Outcome, RolloutStatus
-    from components.rollout.runner import parse_rollout_id, write_outcome
+    from components.rollout.runner import write_outcome
 
     run_rollout = SPEC.component()
     try:
@@ -95,7 +95,7 @@ SPEC = StepSpec(
     run=run,
     flags=(
         iteration_flag("The iteration this rollout belongs to."),
-        Flag("rollout_id", str, "<task_id>-s<sample_index>, as the prepare step listed it.", value=ROLLOUT_ID),
+        Flag("rollout_id", str, f"{ROLLOUT_ID_FORM}, as the prepare step listed it.", value=ROLLOUT_ID),
         Flag("task_dir", Path, "The task folder (the run's snapshot of it).", value=TASK_DIR),
         Flag("proxy_url", str, "The recording proxy, e.g. http://127.0.0.1:8100.", value=f"http://127.0.0.1:{PROXY_PORT}"),
         Flag("trajectory", Path, "The session file the proxy writes for this rollout.", value=TRAJECTORY_FILE),

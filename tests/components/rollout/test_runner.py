@@ -14,9 +14,10 @@ from tests.components.rollout._fake_openai import Turn, shell_call
 
 from components.core.config import CONFIG_ENV
 from components.core.outcome import Outcome, RolloutStatus
+from components.core.rollout_identity import OUTCOME_FILE
 from components.core.services import free_port
 from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun
-from components.rollout.runner import OUTCOME_FILE, run_rollout
+from components.rollout.runner import run_rollout
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "quickstart"
 
@@ -244,6 +245,27 @@ def test_calls_recorded_by_a_proxy_writing_elsewhere_are_an_infra_error(
     assert outcome.status is RolloutStatus.INFRA_ERROR and outcome.reward is None
     assert "recorded 2 calls for this rollout but" in outcome.details and "holds 0" in outcome.details
     assert (tmp_path / "elsewhere" / "write-hello-s0.jsonl").exists()
+
+
+def test_a_trajectory_flag_naming_another_file_is_an_infra_error_naming_the_right_one(
+    fake_openai, rollout_config, tmp_path: Path
+) -> None:
+    # A hand-written manifest's --trajectory: right folder, wrong name for this rollout.
+    (tmp_path / "trajectories").mkdir()
+    fake = fake_openai([shell_call("printf hello > hello.txt"), Turn(content="done")], record_dir=tmp_path / "trajectories")
+
+    outcome = run_rollout(
+        rollout_config(),
+        iteration=0,
+        rollout_id="write-hello-s0",
+        task_dir=EXAMPLES / "write-hello",
+        proxy_url=fake.url,
+        trajectory=tmp_path / "trajectories" / "write-hello.jsonl",
+        out_dir=tmp_path / "out",
+    )
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR and outcome.reward is None
+    assert "names this rollout's file write-hello-s0.jsonl (--trajectory names write-hello.jsonl)" in outcome.details
 
 
 def test_invalid_trajectory_is_noted(fake_openai, rollout_config, tmp_path: Path) -> None:
