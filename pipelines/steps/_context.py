@@ -6,13 +6,14 @@ prints that reason and exits with a code; a traceback is kept for what nobody fo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 if TYPE_CHECKING:
     from components.core.config import ExperimentConfig
     from components.core.storage import ArtifactStore
+    from pipelines.steps._spec import StepSpec
 
 # Exit codes: 1 the step ran and refused (it says why), 2 it could not start as given.
 REFUSED = 1
@@ -36,3 +37,12 @@ def stop(message: str, code: int = REFUSED) -> NoReturn:
     """End the step with ``message`` on stderr and no traceback."""
     typer.echo(message, err=True)
     raise typer.Exit(code)
+
+
+def call_on_store(spec: StepSpec, iteration: int, refusals: tuple[type[Exception], ...] = ()) -> Any:
+    """The spec's component on (config, iteration, store); a refusal ends the step with its message."""
+    config = step_config()
+    try:
+        return spec.component()(config, iteration, step_store(config))
+    except refusals as exc:
+        stop(f"error: {exc}")

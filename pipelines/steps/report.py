@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import typer
 
-from pipelines.steps._context import step_config, step_store, stop
+from pipelines.steps._context import call_on_store
 from pipelines.steps._spec import StepSpec, iteration_flag
 
 
 def run(iteration: int) -> None:
     from pipelines.eval_report import ReportError
 
-    write_report = SPEC.component()
-    config = step_config()
-    try:
-        summary = write_report(config, iteration, step_store(config))
-    except ReportError as exc:
-        stop(f"error: {exc}")
+    summary = call_on_store(SPEC, iteration, refusals=(ReportError,))
     typer.echo(f"evaluation {summary.eval_id}: pass rate {summary.pass_rate}, mean reward {summary.reward_mean}")
 
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import typer
 
-from pipelines.steps._context import step_config, step_store
+from pipelines.steps._context import call_on_store
 from pipelines.steps._spec import StepSpec, iteration_flag
 
 
 def run(iteration: int) -> None:
-    score_iteration = SPEC.component()
-    config = step_config()
-    report = score_iteration(config, iteration, step_store(config))
+    report = call_on_store(SPEC, iteration)
     usable = sum(r.usable for r in report.records)
     typer.echo(f"scored {len(report.records)} rollouts ({usable} usable): " + ", ".join(
         f"{name}={value:.3g}" for name, value in sorted(report.metrics.items()) if name.startswith(("reward/", "pass"))

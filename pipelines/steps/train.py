@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from pipelines.steps._context import step_config, step_store, stop
+from pipelines.steps._context import call_on_store
 from pipelines.steps._spec import StepSpec, iteration_flag
 
 
@@ -17,12 +17,8 @@ def run(iteration: int) -> None:
     from components.trainer.cpu_update import UpdateError
     from components.trainer.rows import BatchError
 
-    train_iteration = SPEC.component()
-    config = step_config()
-    try:
-        metrics = train_iteration(config, iteration, step_store(config))
-    except (UpdateError, BatchError) as exc:
-        stop(f"error: {exc}")
+    # A stop with its reasons and fix, not a crash: no traceback.
+    metrics = call_on_store(SPEC, iteration, refusals=(UpdateError, BatchError))
     typer.echo(", ".join(f"{name}={value:.4g}" for name, value in sorted(metrics.items())))
 
 
