@@ -36,10 +36,12 @@ WARM_MODULES = (
     "pipelines.cli",
     "typer._click",  # typer builds its click commands lazily, on the first call
     "typer._adapters",
+    "components.rollout.prepare",
     "components.rollout.runner",
     "components.proxy.serve",
-    "components.reward",
+    "components.reward.step",  # not the package: its face loads nothing until asked
     "components.engine.server",
+    "components.core.tracking",
     "mlflow",
     "mlflow.store.tracking.sqlalchemy_store",  # the sqlite tracking store: 3-8 s on its own
     "alembic.command",  # MLflow checks the database's schema version on every connection
