@@ -13,12 +13,10 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
-from rich.console import Console
 
-from components.core.config import ConfigError, ExperimentConfig, load_config
 from components.core.storage import ArtifactStore, RunLayout, open_store
 from pipelines.executor import (
     ExecutorOptions,
@@ -30,7 +28,13 @@ from pipelines.executor import (
     podman_problem,
 )
 from pipelines.run_view import RunView, summary_table
-from pipelines.state import next_iteration, read_state
+
+# The config's pydantic models and rich load in the functions that use them: `openforge
+# --help` imports this module and needs neither.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from components.core.config import ExperimentConfig
 
 ITERATION_TIME = "time/iteration_s"
 Runtime = Literal["process", "podman"]
@@ -74,6 +78,8 @@ def run_experiment(
     each from a fresh interpreter. ``runtime="podman"`` runs each rollout pod with
     `podman kube play` (pipelines/executor/_podman.py); every other step stays a process.
     """
+    from rich.console import Console
+
     if config.evaluation is not None:
         raise RunError("this config has an `evaluation` section: that is for `openforge eval`; remove it to train")
     with local_executor(config, workdir, programs, warm_start, runtime) as options:
@@ -137,6 +143,7 @@ def _run_iterations(
     from components.core.tracking import ExperimentTracker, ui_command
     from pipelines.compile import compile_config, manifest_of_kind
     from pipelines.iteration import config_yaml
+    from pipelines.state import next_iteration, read_state
 
     text = config_yaml(config)
     total = iterations or config.iterations
@@ -189,6 +196,10 @@ def run_command(
     ),
 ) -> None:
     """Run RL iterations on this machine; rerun the same command to resume after a stop."""
+    from rich.console import Console
+
+    from components.core.config import ConfigError, load_config
+
     try:
         experiment = load_config(config)
     except ConfigError as exc:
