@@ -86,10 +86,10 @@ def startup_seconds(modules: list[str], repeats: int = 2) -> float:
 def warm_start_seconds(repeats: int = 3) -> float:
     """Best wall time of `openforge --help` forked from a ready warm-start server, to its exit."""
     from components.core.services import openforge_argv
-    from pipelines.executor import WarmStarts
+    from pipelines.warm_start import openforge_warm_starts
 
     best = math.inf
-    with WarmStarts() as warm, tempfile.TemporaryDirectory() as scratch:
+    with openforge_warm_starts() as warm, tempfile.TemporaryDirectory() as scratch:
         if not warm.wait_ready(300):
             raise RuntimeError("the warm-start server did not become ready within 300 s")
         for _ in range(repeats):

@@ -18,15 +18,7 @@ from typing import TYPE_CHECKING, Literal
 import typer
 
 from components.core.storage import ArtifactStore, RunLayout, open_store
-from pipelines.executor import (
-    ExecutorOptions,
-    ManifestError,
-    PodmanOptions,
-    WarmStarts,
-    WorkflowFailed,
-    execute_workflow,
-    podman_problem,
-)
+from pipelines.executor import ExecutorOptions, ManifestError, PodmanOptions, WorkflowFailed, execute_workflow, podman_problem
 from pipelines.run_view import RunView, summary_table
 
 # The config's pydantic models and rich load in the functions that use them: `openforge
@@ -99,18 +91,20 @@ def local_executor(
     Checks the harness and podman before any step starts, starts the warm-start server
     for the duration, and yields a function making the executor's options from a resume rule.
     """
+    from pipelines.warm_start import openforge_warm_starts
+
     if programs is None:  # this checkout's steps will run the harness on this machine
         _require_harness(config)
     podman = None
     if runtime == "podman":
-        podman = PodmanOptions()
+        podman = local_podman_options()
         problem = podman_problem(podman)
         if problem:
             raise RunError(f"--runtime podman cannot run here: {problem}")
     # First, so its imports overlap the set-up below and the first steps (which start cold).
     warm = None
     if warm_start and programs is None:
-        warm = WarmStarts(log_path=workdir / "executor" / config.name / "warm-start.log")
+        warm = openforge_warm_starts(log_path=workdir / "executor" / config.name / "warm-start.log")
     extra = {"programs": programs} if programs is not None else {"warm": warm}
 
     def options(skip: Callable[[str], str | None]) -> ExecutorOptions:
@@ -121,6 +115,18 @@ def local_executor(
     finally:
         if warm is not None:
             warm.close()
+
+
+def local_podman_options() -> PodmanOptions:
+    """The podman runtime on this machine: the installed agent harnesses (npm ones with their
+    pinned Node) mounted into every pod where the rollout step looks for them, as a
+    harness image carries them on a cluster."""
+    from components.rollout.harnesses import HOME_ENV, harness_home
+
+    home = harness_home()
+    if not home.is_dir():
+        return PodmanOptions()
+    return PodmanOptions(mounts={"openforge-harnesses": home}, env={HOME_ENV: str(home)})
 
 
 def _require_harness(config: ExperimentConfig) -> None:
