@@ -79,7 +79,7 @@ def compile_command(
         False, "--check", help="Validate the manifests: strict Argo schema, Hera round trip, lint."
     ),
     schema: Path | None = typer.Option(
-        None, "--schema", help="Argo's JSON schema (default: ../shared/argo/ next to the project)."
+        None, "--schema", help="Argo's JSON schema (default: Argo v4.1.2's, shipped in pipelines/validate/schemas/)."
     ),
 ) -> None:
     """Compile an experiment config into Argo manifests (the files the local executor runs)."""
@@ -102,12 +102,8 @@ def _check_or_exit(docs: list[dict[str, Any]], schema: Path | None) -> None:
     try:
         findings = check_manifests(docs, schema or default_schema_path())
     except SchemaUnavailable as exc:
-        if schema is not None:  # asked for by name: a missing file is the user's mistake
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        # A clone without ../shared still gets the other two layers.
-        typer.echo(f"note: schema layer skipped: {exc}", err=True)
-        findings = check_manifests(docs, None)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     for finding in findings:
         typer.echo(str(finding), err=True)
     if findings:
