@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Literal
 import typer
 
 from components.core.storage import ArtifactStore, RunLayout, open_store
-from pipelines.executor import ExecutorOptions, ManifestError, PodmanOptions, WorkflowFailed, execute_workflow, podman_problem
+from pipelines.executor import (
+    ExecutorOptions,
+    ManifestError,
+    PodmanOptions,
+    WorkflowFailed,
+    execute_workflow,
+    podman_problem,
+)
 from pipelines.run_view import RunView, summary_table
 
 # The config's pydantic models and rich load in the functions that use them: `openforge
