@@ -155,8 +155,8 @@ def run(workdir: Path, doc: bool) -> int:
 def measure_cli_start(command: str) -> cli_start.CliStart:
     """The cold `openforge --help` runs, with what the doc says about when and where they ran."""
     date, commit, load_before = now_text(), commit_text(), os.getloadavg()
-    runs = cli_start.help_seconds(REPO)
-    return cli_start.CliStart(command, date, commit, machine_summary(), load_before, os.getloadavg(), runs)
+    runs, floors = cli_start.help_seconds(REPO), cli_start.floor_seconds(REPO)
+    return cli_start.CliStart(command, date, commit, machine_summary(), load_before, os.getloadavg(), runs, floors)
 
 
 def run_cli_start(doc: bool) -> int:

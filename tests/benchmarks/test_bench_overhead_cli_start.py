@@ -14,12 +14,15 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _start(*runs_s: float) -> cli_start.CliStart:
-    return cli_start.CliStart("cmd --cli-start", "today", "abc1234", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), runs_s)
+    floors = {"a bare interpreter": 0.04, "importing typer alone": 0.19}
+    return cli_start.CliStart("cmd --cli-start", "today", "abc1234", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), runs_s, floors)
 
 
 def test_each_run_is_a_fresh_openforge_help_timed_to_its_exit() -> None:
     runs = cli_start.help_seconds(REPO, runs=2)
+    floors = cli_start.floor_seconds(REPO, runs=1)
     assert len(runs) == 2 and all(0 < s < 60 for s in runs)
+    assert set(floors) == set(cli_start.FLOORS) and all(0 < s < 60 for s in floors.values())
 
 
 def test_the_verdict_is_on_the_median_and_the_subsection_says_how_it_was_made() -> None:
@@ -31,6 +34,7 @@ def test_the_verdict_is_on_the_median_and_the_subsection_says_how_it_was_made() 
     assert text.startswith("### Cold start of `openforge --help`\n")
     assert "Command: `cmd --cli-start`. Date: today. Commit: abc1234." in text
     assert "3 runs" in text and "median 0.250 s (fastest 0.200 s, slowest 0.900 s)" in text
+    assert "a bare interpreter 0.040 s, importing typer alone 0.190 s" in text
     assert "**PASS**" in cli_start.subsection_markdown(fast) and "**FAIL**" in cli_start.subsection_markdown(slow)
 
 
