@@ -6,8 +6,7 @@ inside the command body, so ``openforge --help`` answers at once.
 
 from __future__ import annotations
 
-import typer
-
+from components.core.command_group import command_group
 from components.engine.cli import engine_app, model_app
 from components.environments.cli import tasks_app
 from components.proxy.cli import proxy_command
@@ -19,11 +18,8 @@ from pipelines.evaluate import eval_command
 from pipelines.run import run_command
 from pipelines.steps.cli import step_app
 
-app = typer.Typer(
-    name="openforge",
-    help="Train LLM agents with RL inside the harness they are deployed with.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
+app = command_group(
+    "Train LLM agents with RL inside the harness they are deployed with.", name="openforge", pretty_exceptions_enable=False
 )
 app.add_typer(model_app, name="model")
 app.add_typer(engine_app, name="engine")

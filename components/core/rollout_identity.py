@@ -18,6 +18,7 @@ from typing import Mapping
 
 __all__ = [
     "ATTEMPT_ROUTE",
+    "IMAGES_DIR",
     "OUTCOME_FILE",
     "ROLLOUT_ID_FORM",
     "SESSION_QUERY",
@@ -43,6 +44,9 @@ OUTCOME_FILE = "outcome.json"
 
 _TRAJECTORY_SUFFIX = ".jsonl"
 TRAJECTORY_GLOB = f"*{_TRAJECTORY_SUFFIX}"
+# The images a rollout's records refer to, in a folder beside its session file (in the pod
+# and in the store alike, so a record's ``images/<sha256>.<ext>`` resolves in both).
+IMAGES_DIR = "images"
 
 # aiohttp route templates, which are also ``str.format`` templates: the proxy registers
 # them and the runner fills them in, so what one builds the other matches.

@@ -11,10 +11,11 @@ from typing import Optional
 
 import typer
 
+from components.core.command_group import command_group
 from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES  # no torch: --help stays fast
 
-model_app = typer.Typer(help="Create models for the dev path.", no_args_is_help=True)
-engine_app = typer.Typer(help="Run the dev inference engine (vLLM's API on a CPU).", no_args_is_help=True)
+model_app = command_group("Create models for the dev path.")
+engine_app = command_group("Run the dev inference engine (vLLM's API on a CPU).")
 
 
 @model_app.callback()

@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-batch_app = typer.Typer(help="Build and inspect veRL training batches.", no_args_is_help=True)
+from components.core.command_group import command_group
+
+batch_app = command_group("Build and inspect veRL training batches.")
 
 
 def _config(path: Path | None = None):  # -> ExperimentConfig, imported lazily

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from components.core.command_group import command_group
 from pipelines.steps import STEPS
 from pipelines.steps._spec import REQUIRED, Flag, StepSpec
 
@@ -35,6 +36,6 @@ def step_command(spec: StepSpec) -> Any:
     return command
 
 
-step_app = typer.Typer(help="The RL iteration's steps, as the workflow runs them.", no_args_is_help=True)
+step_app = command_group("The RL iteration's steps, as the workflow runs them.")
 for _spec in STEPS.values():
     step_app.command(_spec.name)(step_command(_spec))

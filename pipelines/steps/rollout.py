@@ -15,8 +15,7 @@ from pathlib import Path
 
 import typer
 
-from components.core.images import IMAGES_DIR
-from components.core.rollout_identity import OUTCOME_FILE, ROLLOUT_ID_FORM, parse_rollout_id, trajectory_file
+from components.core.rollout_identity import IMAGES_DIR, OUTCOME_FILE, ROLLOUT_ID_FORM, parse_rollout_id, trajectory_file
 from pipelines.steps._spec import ITERATION, Artifact, Flag, StepSpec, input_value, iteration_flag
 
 ROLLOUT_ID = input_value("rollout-id")

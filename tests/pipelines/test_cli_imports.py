@@ -27,12 +27,6 @@ _HELP_THEN_MODULES = textwrap.dedent(f"""
 HEAVY = ("torch", "transformers", "aiohttp", "mlflow", "verl", "hera", "boto3", "fastapi", "numpy")
 # The experiment config and what it pulls in; a command loads it when it reads a config.
 CONFIG = ("components.core.config", "pydantic", "yaml")
-# Still imported at the top of the step modules (pipelines/commit.py, prepare.py,
-# eval_report.py, run_status.py), which are moving to typed step specs: strict, so the
-# marker must go once they no longer load the config.
-_STEPS_LOAD_THE_CONFIG = pytest.mark.xfail(
-    strict=True, reason="the step modules import the config at their top until they become typed step specs"
-)
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +39,7 @@ def help_modules() -> set[str]:
     return set(modules.split())
 
 
-@pytest.mark.parametrize(
-    "library", [*HEAVY, *(pytest.param(name, marks=_STEPS_LOAD_THE_CONFIG) for name in CONFIG)]
-)
+@pytest.mark.parametrize("library", [*HEAVY, *CONFIG])
 def test_help_does_not_import(library: str, help_modules: set[str]) -> None:
     loaded = sorted(m for m in help_modules if m == library or m.startswith(library + "."))
     assert not loaded, f"`openforge --help` imported {library}: {loaded[:5]}"
