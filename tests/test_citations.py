@@ -15,9 +15,6 @@ _NOTES = ("DESIGN", "HARNESSES", "GUI", "STYLE")
 # The notes by name (docs/harnesses.md is lower case: not one of them), or a path into the
 # notes' folder: `../shared/...`, or `shared/...` where a path starts.
 OUTSIDE = re.compile(rf"\b(?:{'|'.join(_NOTES)})\.md\b|(?<![\w./-])(?:\.\./)?shared/")
-# Being rewritten for issue 18's rollout ids by another change; its citation moves to
-# docs/proxy.md ("Sessions") there. Listed by line text, so the entry fails once it is gone.
-PENDING = {"components/proxy/sessions.py": "Order (HARNESSES.md): an explicit id in the URL path"}
 
 
 def _text_files() -> list[Path]:
@@ -44,14 +41,9 @@ def _citations() -> dict[str, list[str]]:
 
 def test_no_file_cites_the_notes_beside_the_repository() -> None:
     found = _citations()
-    unexpected = {
-        path: lines for path, lines in found.items() if not (path in PENDING and all(PENDING[path] in line for line in lines))
-    }
-    assert not unexpected, "cite the page under docs/ that holds the fact instead:\n" + "\n".join(
-        f"{path}:{line}" for path, lines in unexpected.items() for line in lines
+    assert not found, "cite the page under docs/ that holds the fact instead:\n" + "\n".join(
+        f"{path}:{line}" for path, lines in found.items() for line in lines
     )
-    stale = [path for path in PENDING if path not in found]
-    assert not stale, f"no longer cites the notes, remove it from PENDING: {stale}"
 
 
 def test_the_pattern_knows_a_citation_from_a_docs_page() -> None:
