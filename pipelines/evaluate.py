@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import typer
 
 from components.core.storage import open_store, run_layout
-from pipelines.executor import ManifestError, WorkflowFailed
 from pipelines.run import Runtime, RunError, local_executor, resume_rule
 
 # pydantic, the config's models and rich load in the functions that use them: `openforge
@@ -153,6 +152,7 @@ def eval_command(
     from rich.console import Console
 
     from components.core.config import ConfigError, load_config
+    from pipelines.executor import ManifestError, WorkflowFailed
 
     try:
         evaluation = eval_config(load_config(config), checkpoint, tasks, samples, eval_id)

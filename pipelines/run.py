@@ -18,22 +18,15 @@ from typing import TYPE_CHECKING, Literal
 import typer
 
 from components.core.storage import ArtifactStore, RunLayout, open_store
-from pipelines.executor import (
-    ExecutorOptions,
-    ManifestError,
-    PodmanOptions,
-    WorkflowFailed,
-    execute_workflow,
-    podman_problem,
-)
 from pipelines.run_view import RunView, summary_table
 
-# The config's pydantic models and rich load in the functions that use them: `openforge
-# --help` imports this module and needs neither.
+# The config's pydantic models, the executor and rich load in the functions that use them:
+# `openforge --help` imports this module and needs none of them.
 if TYPE_CHECKING:
     from rich.console import Console
 
     from components.core.config import ExperimentConfig
+    from pipelines.executor import ExecutorOptions, PodmanOptions
 
 ITERATION_TIME = "time/iteration_s"
 Runtime = Literal["process", "podman"]
@@ -98,6 +91,7 @@ def local_executor(
     Checks the harness and podman before any step starts, starts the warm-start server
     for the duration, and yields a function making the executor's options from a resume rule.
     """
+    from pipelines.executor import ExecutorOptions, podman_problem
     from pipelines.warm_start import openforge_warm_starts
 
     if programs is None:  # this checkout's steps will run the harness on this machine
@@ -129,6 +123,7 @@ def local_podman_options() -> PodmanOptions:
     pinned Node) mounted into every pod where the rollout step looks for them, as a
     harness image carries them on a cluster."""
     from components.rollout.harnesses import HOME_ENV, harness_home
+    from pipelines.executor import PodmanOptions
 
     home = harness_home()
     if not home.is_dir():
@@ -155,6 +150,7 @@ def _run_iterations(
 ) -> dict[int, dict[str, float]]:
     from components.core.tracking import ExperimentTracker, ui_command
     from pipelines.compile import compile_config, manifest_of_kind
+    from pipelines.executor import execute_workflow
     from pipelines.iteration import config_yaml
     from pipelines.state import next_iteration, read_state
 
@@ -212,6 +208,7 @@ def run_command(
     from rich.console import Console
 
     from components.core.config import ConfigError, load_config
+    from pipelines.executor import ManifestError, WorkflowFailed
 
     try:
         experiment = load_config(config)
