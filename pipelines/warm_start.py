@@ -20,6 +20,13 @@ WARM_MODULES = (
     "pipelines.cli",
     "typer._click",  # typer builds its click commands lazily, on the first call
     "typer._adapters",
+    "components.core.config",
+    # The steps' component modules: their commands load them only when they run.
+    "pipelines.prepare",
+    "pipelines.commit",
+    "pipelines.run_status",
+    "pipelines.eval_report",
+    "components.engine.step",
     "components.rollout.prepare",
     "components.rollout.runner",
     "components.proxy.serve",

@@ -37,5 +37,5 @@ def step_command(spec: StepSpec) -> Any:
 
 
 step_app = command_group("The RL iteration's steps, as the workflow runs them.")
-for _spec in STEPS.values():
-    step_app.command(_spec.name)(step_command(_spec))
+for _step in STEPS.values():
+    step_app.command(_step.name)(step_command(_step))
