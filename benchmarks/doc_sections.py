@@ -1,7 +1,9 @@
 """docs/benchmarks.md, shared by several benchmarks: each one rewrites only its own section.
 
-A section runs from its ``## Title`` line to the next ``## `` line. The file is read
-right before it is written, so a section another benchmark wrote meanwhile is kept.
+A section runs from its ``## Title`` line to the next ``## `` line; a subsection, from its
+``### Title`` line to the next ``### `` or ``## `` line, so a quick part of a benchmark can
+rewrite its own figure inside the section of the whole. The file is read right before it
+is written, so a section another benchmark wrote meanwhile is kept.
 """
 
 from __future__ import annotations
@@ -51,19 +53,39 @@ def now_text() -> str:
     return dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
 
 
-def replace_section(doc: str, title: str, section: str) -> str:
-    """``doc`` with section ``## title`` replaced by ``section`` (appended when absent)."""
-    heading = f"## {title}\n"
+def replace_section(doc: str, title: str, section: str, level: int = 2) -> str:
+    """``doc`` with section ``## title`` (``level`` #s) replaced by ``section`` (appended when absent)."""
+    start, end = _bounds(doc, title, level)
+    if start < 0:
+        return doc.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+    rest = doc[end:]
+    return doc[:start] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
+
+
+def replace_subsection(doc: str, title: str, subtitle: str, subsection: str) -> str:
+    """``doc`` with ``### subtitle`` of section ``## title`` replaced by ``subsection`` (appended
+    to the section when absent; the section is created when it is absent too)."""
+    start, end = _bounds(doc, title, 2)
+    if start < 0:
+        return replace_section(doc, title, f"## {title}\n\n{subsection}")
+    section = replace_section(doc[start:end].rstrip("\n") + "\n", subtitle, subsection, level=3)
+    rest = doc[end:]
+    return doc[:start] + section + ("\n" + rest if rest else "")
+
+
+def _bounds(doc: str, title: str, level: int) -> tuple[int, int]:
+    """Where heading ``title`` of ``level`` starts and where its part ends: at the next heading
+    of that level or a shallower one, or at the end; (-1, -1) when there is no such heading."""
+    heading = f"{'#' * level} {title}\n"
     if doc.startswith(heading):
         start = 0
     else:
         found = doc.find("\n" + heading)
         if found < 0:
-            return doc.rstrip("\n") + "\n\n" + section.rstrip("\n") + "\n"
+            return -1, -1
         start = found + 1
-    end = doc.find("\n## ", start)
-    rest = "" if end < 0 else doc[end + 1 :]
-    return doc[:start] + section.rstrip("\n") + "\n" + ("\n" + rest if rest else "")
+    ends = [doc.find("\n" + "#" * n + " ", start) for n in range(2, level + 1)]
+    return start, min((e + 1 for e in ends if e >= 0), default=len(doc))
 
 
 def write_section(title: str, section: str, path: Path = DOC) -> None:
@@ -71,3 +93,10 @@ def write_section(title: str, section: str, path: Path = DOC) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = path.read_text() if path.exists() else DOC_HEADER
     path.write_text(replace_section(doc, title, section))
+
+
+def write_subsection(title: str, subtitle: str, subsection: str, path: Path = DOC) -> None:
+    """Replace (or append) one subsection of section ``title``, keeping the rest of ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = path.read_text() if path.exists() else DOC_HEADER
+    path.write_text(replace_subsection(doc, title, subtitle, subsection))

@@ -1,6 +1,6 @@
 """The commit step: log an iteration's metrics to MLflow once, then record it as committed.
 
-`openforge step commit --iteration K` runs last in the iteration's DAG. It is idempotent:
+The commit step (pipelines/steps/commit.py) runs last in the iteration's DAG. It is idempotent:
 a rerun logs only the metrics MLflow lacks for iteration K, replaces the artifacts, and
 writes ``state.json`` last, so a run killed anywhere before resumes from the last
 iteration that got this far. The new state carries the task cursor the iteration's plan
@@ -10,11 +10,8 @@ left behind; committing past the first uncommitted iteration is refused (no gaps
 from __future__ import annotations
 
 import json
-import os
 
-import typer
-
-from components.core.config import CONFIG_ENV, ExperimentConfig, config_for_step
+from components.core.config import ExperimentConfig
 from components.core.metrics import read_metrics
 from components.core.storage import ArtifactStore, RunLayout, open_store
 from pipelines.state import RunState, read_state, write_state
@@ -70,16 +67,3 @@ def _next_cursor(store: ArtifactStore, layout: RunLayout, iteration: int, previo
         raise CommitError(f"iteration {iteration} has no plan ({store.root}/{key}): run its prepare step first")
     plan = json.loads(store.get_bytes(key))
     return int(plan.get("next_task_cursor", 0 if previous is None else previous.task_cursor))
-
-
-def commit_command(
-    iteration: int = typer.Option(..., "--iteration", min=0, help="The iteration to commit."),
-) -> None:
-    """Log an iteration's metrics to MLflow (once) and mark it committed in state.json."""
-    config = config_for_step()
-    try:
-        state = commit_iteration(config, iteration, os.environ[CONFIG_ENV])
-    except CommitError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(f"committed iteration {state.last_committed_iteration}; next serves checkpoint {state.checkpoint}")

@@ -7,12 +7,13 @@ executor runs, so the same config must always give the same bytes.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-import yaml
 
-from components.core.config import ConfigError, ExperimentConfig, load_config
+# The config's models load where a config is read: `openforge --help` imports this module.
+if TYPE_CHECKING:
+    from components.core.config import ExperimentConfig
 
 # File name per kind, after the experiment-name prefix is taken off the object's name.
 _KIND_SUFFIX = {"WorkflowTemplate": "template", "CronWorkflow": "cron", "Workflow": "workflow"}
@@ -49,23 +50,6 @@ def _name_first(value: Any) -> Any:
     return value
 
 
-class _ManifestDumper(yaml.SafeDumper):
-    """Block style throughout; multi-line strings (the embedded config) as literal blocks."""
-
-
-def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in text else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
-
-
-_ManifestDumper.add_representer(str, _represent_str)
-
-
-def dump_manifest(doc: dict[str, Any]) -> str:
-    """One manifest as YAML text; the same dict always gives the same text."""
-    return yaml.dump(doc, Dumper=_ManifestDumper, sort_keys=False, default_flow_style=False, width=120)
-
-
 def manifest_filename(doc: dict[str, Any], experiment: str) -> str:
     """`<name>-iteration` of kind WorkflowTemplate -> `iteration-template.yaml`; a
     generateName counts as the name (`<name>-train-` Workflow -> `train-workflow.yaml`)."""
@@ -76,6 +60,8 @@ def manifest_filename(doc: dict[str, Any], experiment: str) -> str:
 
 def write_manifests(config: ExperimentConfig, out_dir: Path) -> list[Path]:
     """Compile ``config`` into ``out_dir/<experiment name>/``, one YAML file per manifest."""
+    from pipelines.manifest_yaml import dump_manifest
+
     target = out_dir / config.name
     target.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -93,10 +79,12 @@ def compile_command(
         False, "--check", help="Validate the manifests: strict Argo schema, Hera round trip, lint."
     ),
     schema: Path | None = typer.Option(
-        None, "--schema", help="Argo's JSON schema (default: ../shared/argo/ next to the project)."
+        None, "--schema", help="Argo's JSON schema (default: Argo v4.1.2's, shipped in pipelines/validate/schemas/)."
     ),
 ) -> None:
     """Compile an experiment config into Argo manifests (the files the local executor runs)."""
+    from components.core.config import ConfigError, load_config
+
     try:
         config = load_config(config_path)
     except ConfigError as exc:
@@ -114,12 +102,8 @@ def _check_or_exit(docs: list[dict[str, Any]], schema: Path | None) -> None:
     try:
         findings = check_manifests(docs, schema or default_schema_path())
     except SchemaUnavailable as exc:
-        if schema is not None:  # asked for by name: a missing file is the user's mistake
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        # A clone without ../shared still gets the other two layers.
-        typer.echo(f"note: schema layer skipped: {exc}", err=True)
-        findings = check_manifests(docs, None)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     for finding in findings:
         typer.echo(str(finding), err=True)
     if findings:

@@ -17,6 +17,7 @@ from hera.workflows import models as m
 
 from components.core.config import ExperimentConfig
 from pipelines.iteration import ENTRYPOINT, config_parameter, iteration_templates, template_name, workflow_settings
+from pipelines.steps.prepare import NEXT
 
 BOUNDED_ENTRYPOINT = "iterations"
 # Argo appends an 11-character timestamp to a CronWorkflow's name for each run (63 - 11).
@@ -43,7 +44,7 @@ def build_cron_workflow(config: ExperimentConfig) -> CronWorkflow:
         failed_jobs_history_limit=cron.history_limit,
         cron_suspend=cron.suspend or None,
         workflow_template_ref=m.WorkflowTemplateRef(name=template_name(config)),
-        arguments=[Parameter(name="iteration", value="next")],
+        arguments=[Parameter(name="iteration", value=NEXT)],
     )
 
 

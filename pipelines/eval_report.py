@@ -1,6 +1,6 @@
 """The evaluation's last step: its summary in the store, its metrics in MLflow.
 
-`openforge step report --iteration K` takes the place of train and commit in an
+The report step (pipelines/steps/report.py) takes the place of train and commit in an
 evaluation's DAG (pipelines/iteration.py). It reads what the score step wrote
 (``rewards.json``) and what the serve step served (``checkpoint.json``), writes
 ``<name>/evals/<id>/summary.json`` and logs the numbers under ``eval/`` to an MLflow run
@@ -11,9 +11,6 @@ Rerunning it rewrites the same key and logs only what the MLflow run lacks.
 from __future__ import annotations
 
 import json
-from typing import Annotated
-
-import typer
 
 from components.core.config import ExperimentConfig
 from components.core.storage import ArtifactStore, run_layout
@@ -78,19 +75,3 @@ def write_report(config: ExperimentConfig, iteration: int, store: ArtifactStore)
     tracker.log_text(text, "eval_summary.json")
     tracker.finish()
     return summary
-
-
-def report_command(
-    iteration: Annotated[int, typer.Option(min=0, help="The evaluation's iteration (what prepare resolved).")],
-) -> None:
-    """Write an evaluation's summary to the store and log it to MLflow under eval/."""
-    from components.core.config import config_for_step
-    from components.core.storage import open_store
-
-    config = config_for_step()
-    try:
-        summary = write_report(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
-    except ReportError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(f"evaluation {summary.eval_id}: pass rate {summary.pass_rate}, mean reward {summary.reward_mean}")

@@ -14,19 +14,21 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from pydantic import ValidationError
-
-from components.core.config import ConfigError, ExperimentConfig, load_config
 from components.core.storage import open_store, run_layout
-from components.core.validation import join_errors
-from components.reward.summary import EvalSummary
-from pipelines.executor import ManifestError, WorkflowFailed
 from pipelines.run import Runtime, RunError, local_executor, resume_rule
+
+# pydantic, the config's models and rich load in the functions that use them: `openforge
+# --help` imports this module and needs none of them.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+    from components.core.config import ExperimentConfig
+    from components.reward.summary import EvalSummary
 
 _CHECKPOINT_HELP = (
     "latest: the run's newest committed checkpoint; base: the configured model; a number: that committed "
@@ -42,6 +44,11 @@ def eval_config(
     eval_id: str | None = None,
 ) -> ExperimentConfig:
     """The experiment config as the evaluation's steps receive it (every task, no sampling of tasks)."""
+    from pydantic import ValidationError
+
+    from components.core.config import ConfigError, ExperimentConfig
+    from components.core.validation import join_errors
+
     choice: str | int = checkpoint
     model, label = config.model, checkpoint
     if checkpoint.isdigit():
@@ -73,6 +80,9 @@ def evaluate_policy(
     runtime: Runtime = "process",
 ) -> EvalSummary:
     """Run the evaluation ``config.evaluation`` describes and return its summary (also in the store)."""
+    from rich.console import Console
+
+    from components.reward.summary import EvalSummary
     from pipelines.compile import compile_config
     from pipelines.executor import execute_workflow
     from pipelines.iteration import config_yaml
@@ -108,6 +118,8 @@ def _fmt(value: float | None) -> str:
 
 def eval_table(summary: EvalSummary) -> Table:
     """One row per task and a total: pass rate, mean reward, pass@k; then the status counts."""
+    from rich.table import Table
+
     ks = sorted(summary.pass_at)
     version = summary.checkpoint.get("version")
     table = Table(title=f"Evaluation {summary.eval_id}: checkpoint {summary.checkpoint.get('requested')} ({version})")
@@ -137,6 +149,11 @@ def eval_command(
     runtime: Runtime = typer.Option("process", help="process, or podman: each rollout a real pod (make podman-base)."),
 ) -> None:
     """Evaluate a policy on a task set: the iteration's DAG without train and commit."""
+    from rich.console import Console
+
+    from components.core.config import ConfigError, load_config
+    from pipelines.executor import ManifestError, WorkflowFailed
+
     try:
         evaluation = eval_config(load_config(config), checkpoint, tasks, samples, eval_id)
     except ConfigError as exc:

@@ -7,13 +7,15 @@ An evaluation (``openforge eval``, ``config.evaluation`` set) is the same DAG wi
 in place of train and commit (``build_eval_workflow``).
 
 Every container runs ``openforge step <name> ...`` with the config YAML in env
-``OPENFORGE_CONFIG_YAML``. prepare resolves the iteration (``next`` or a number) against
+``OPENFORGE_CONFIG_YAML``; its command, inputs and outputs come from the step's spec
+(``pipelines/steps/``), and this module adds only the pod around them (image, volumes,
+ports, probes, placement, retries). prepare resolves the iteration (``next`` or a number) against
 the run's state in the store and says whether anything is left to do; the later steps
 take the resolved number from it. serve and the rollouts sit in their own sub-DAG so that
 Argo stops the engine, and frees its GPU, before train starts. The compiled manifest
 (``pipelines/compile.py``) is the single source of truth: Argo runs it on a cluster and
 the local executor runs the very same document, so the names, ports, paths and keys
-below are a contract with the executor (docs/architecture.md lists them).
+are a contract with the executor (docs/architecture.md lists them).
 """
 
 from __future__ import annotations
@@ -36,33 +38,24 @@ from hera.workflows import (
 from hera.workflows import models as m
 
 from components.core.config import CONFIG_ENV, ExperimentConfig
-from components.core.images import IMAGES_DIR
-from components.core.storage import run_layout
+from components.core.storage import RunLayout, run_layout
 from pipelines import pod_specs
+from pipelines.steps import STEPS, StepSpec
+from pipelines.steps._spec import ITERATION, Artifact
+from pipelines.steps.prepare import NEXT
+from pipelines.steps.rollout import PROXY_PORT, TRAJECTORY_DIR, WORK_DIR, WORK_VOLUME
+from pipelines.steps.serve import HEALTH_PATH
+from pipelines.steps.serve import PORT as SERVE_PORT
 
 ENTRYPOINT = "iteration"
 GENERATE = "generate"
 EXIT_HANDLER = "exit-handler"
-SERVE_PORT = 8000
-PROXY_PORT = 8100
-PREPARE_OUT = "/tmp/prepare"
-# The rollout pod's shared emptyDir: the proxy sidecar writes trajectories into it and the
-# runner reads them there, so both containers mount it at the same path.
-WORK_VOLUME = "work"
-WORK_DIR = "/work"
-TASK_DIR = f"{WORK_DIR}/task"
-TRAJECTORY_DIR = f"{WORK_DIR}/trajectories"
-OUT_DIR = f"{WORK_DIR}/out"
 # Writable paths of the rollout containers, whose root file systems are read-only.
 HOME_DIR = "/home/openforge"
 
-ITERATION = "{{inputs.parameters.iteration}}"
 CONFIG_TEXT = "{{workflow.parameters.config}}"
-ROLLOUT_ID = "{{inputs.parameters.rollout-id}}"
-TASK_ID = "{{inputs.parameters.task-id}}"
 SERVE_ADDRESS = "{{inputs.parameters.serve-address}}"
 _PREPARED = "{{tasks.prepare.outputs.parameters.%s}}"
-_HEALTH_PATH = "/health"
 
 
 def template_name(config: ExperimentConfig) -> str:
@@ -77,20 +70,22 @@ def config_yaml(config: ExperimentConfig) -> str:
     return yaml.safe_dump(dumped, sort_keys=False)
 
 
-def _step_command(step: str, *args: str) -> list[str]:
-    return ["openforge", "step", step, "--iteration", ITERATION, *args]
-
-
 def _config_env() -> list[Env]:
     return [Env(name=CONFIG_ENV, value=CONFIG_TEXT)]
 
 
 def _health_probe(port: int) -> m.Probe:
-    return m.Probe(http_get=m.HTTPGetAction(path=_HEALTH_PATH, port=port))
+    return m.Probe(http_get=m.HTTPGetAction(path=HEALTH_PATH, port=port))
 
 
 def _iteration_input() -> Parameter:
     return Parameter(name="iteration")
+
+
+def _inputs(spec: StepSpec, layout: RunLayout) -> list[Any] | None:
+    """The template's inputs as the step's spec declares them: parameters, then artifacts."""
+    artifacts = [S3Artifact(name=a.name, path=a.path, key=a.key(layout)) for a in spec.artifacts_in]
+    return [*(Parameter(name=name) for name in spec.inputs), *artifacts] or None
 
 
 def _step_image(config: ExperimentConfig, step: str) -> str:
@@ -102,26 +97,31 @@ def _step_image(config: ExperimentConfig, step: str) -> str:
     return cluster.image
 
 
-def _storage_step(config: ExperimentConfig, step: str, command: list[str], sized_as: str = "", **template: Any) -> Container:
-    """A step that reads and writes the store itself (everything but the rollout pod)."""
+def _storage_step(config: ExperimentConfig, step: str, name: str = "", sized_as: str = "", **template: Any) -> Container:
+    """A step that reads and writes the store itself (everything but the rollout pod).
+
+    ``name`` is the template's name where it is not the step's (the exit handler); the
+    pod's labels, placement and image follow the template.
+    """
     cluster = config.cluster
+    spec, name = STEPS[step], name or step
     settings: dict[str, Any] = {
-        "inputs": [_iteration_input()],
-        "labels": pod_specs.step_labels(step),
+        "inputs": _inputs(spec, run_layout(config)),
+        "labels": pod_specs.step_labels(name),
         "retry_strategy": pod_specs.retry_any(),
-        **pod_specs.placement(cluster, step),
+        **pod_specs.placement(cluster, name),
     }
-    if step in pod_specs.GPU_STEPS:
+    if name in pod_specs.GPU_STEPS:
         settings.update(synchronization=pod_specs.gpu_semaphore(cluster), retry_strategy=pod_specs.retry_infrastructure())
     settings.update(template)
     return Container(
-        name=step,
-        image=_step_image(config, step),
+        name=name,
+        image=_step_image(config, name),
         image_pull_policy=cluster.image_pull_policy,
-        command=command,
+        command=spec.command(),
         env=_config_env(),
         env_from=[SecretEnvFrom(name=cluster.storage_secret)],
-        resources=pod_specs.resources(cluster, sized_as or step),
+        resources=pod_specs.resources(cluster, sized_as or name),
         security_context=pod_specs.container_security(read_only_root=False),
         **settings,
     )
@@ -129,14 +129,13 @@ def _storage_step(config: ExperimentConfig, step: str, command: list[str], sized
 
 def _prepare_template(config: ExperimentConfig) -> Container:
     """Resolves the iteration against the run's state, freezes its tasks, lists the rollouts left."""
-    outputs = {"iteration": "iteration", "pending": "pending", "generate": "generate", "rollouts": "rollouts.json"}
+    spec = STEPS["prepare"]
     return _storage_step(
         config,
         "prepare",
-        _step_command("prepare", "--out-dir", PREPARE_OUT),
-        outputs=[Parameter(name=k, value_from=m.ValueFrom(path=f"{PREPARE_OUT}/{f}")) for k, f in outputs.items()],
+        outputs=[Parameter(name=o.name, value_from=m.ValueFrom(path=spec.output_path(o.name))) for o in spec.outputs],
         # A volume, so the folder is a path of the pod (the local executor maps it into the sandbox).
-        volume_mounts=[m.VolumeMount(name="prepare-out", mount_path=PREPARE_OUT)],
+        volume_mounts=[m.VolumeMount(name="prepare-out", mount_path=spec.output_dir)],
         volumes=[_empty_dir("prepare-out")],
     )
 
@@ -146,7 +145,6 @@ def _serve_template(config: ExperimentConfig) -> Container:
     return _storage_step(
         config,
         "serve",
-        _step_command("serve", "--host", "0.0.0.0", "--port", str(SERVE_PORT)),
         daemon=True,
         ports=[m.ContainerPort(name="http", container_port=SERVE_PORT)],
         readiness_probe=_health_probe(SERVE_PORT),
@@ -192,10 +190,17 @@ def _parser_flags(config: ExperimentConfig) -> list[str]:
     return flags + (["--reasoning-parser", vllm.reasoning_parser] if vllm.reasoning_parser else [])
 
 
-def _raw_s3(name: str, path: str, key: str, **kwargs: object) -> S3Artifact:
+def _raw_s3(artifact: Artifact, layout: RunLayout) -> S3Artifact:
     # Key-only artifacts: bucket, endpoint and credentials come from the artifact repository,
     # so the pod itself never holds them. `archive: none` keeps the object a plain file.
-    return S3Artifact(name=name, path=path, key=key, archive=m.ArchiveStrategy(none=m.NoneStrategy()), **kwargs)
+    optional = {"optional": True} if artifact.optional else {}
+    return S3Artifact(
+        name=artifact.name,
+        path=artifact.path,
+        key=artifact.key(layout),
+        archive=m.ArchiveStrategy(none=m.NoneStrategy()),
+        **optional,
+    )
 
 
 def _rollout_template(config: ExperimentConfig) -> Container:
@@ -206,43 +211,16 @@ def _rollout_template(config: ExperimentConfig) -> Container:
     local executor) move; the service-account token goes to those containers only.
     """
     cluster = config.cluster
-    layout = run_layout(config)
-    trajectory_file = f"{TRAJECTORY_DIR}/{ROLLOUT_ID}.jsonl"
+    spec, layout = STEPS["rollout"], run_layout(config)
     mounts = {WORK_VOLUME: WORK_DIR, "tmp": "/tmp", "home": HOME_DIR}
     return Container(
         name="rollout",
         image=cluster.harness_image(config.harness.name),
         image_pull_policy=cluster.image_pull_policy,
-        command=_step_command(
-            "rollout",
-            "--rollout-id",
-            ROLLOUT_ID,
-            "--task-dir",
-            TASK_DIR,
-            "--proxy-url",
-            f"http://127.0.0.1:{PROXY_PORT}",
-            "--trajectory",
-            trajectory_file,
-            "--out",
-            OUT_DIR,
-        ),
+        command=spec.command(),
         env=_config_env(),
-        inputs=[
-            _iteration_input(),
-            Parameter(name="rollout-id"),
-            Parameter(name="task-id"),
-            Parameter(name="deadline"),
-            Parameter(name="serve-address"),
-            S3Artifact(name="task", path=TASK_DIR, key=layout.task(TASK_ID)),
-        ],
-        outputs=[
-            _raw_s3("outcome", f"{OUT_DIR}/outcome.json", layout.outcome(ITERATION, ROLLOUT_ID)),
-            # A harness that never called the model leaves no trajectory: that is an outcome, not an error.
-            _raw_s3("trajectory", trajectory_file, layout.trajectory(ITERATION, ROLLOUT_ID), optional=True),
-            # The screenshots and other images the records refer to (stored once by hash by the
-            # proxy); a folder uploaded file by file (`archive: none`), absent for image-free calls.
-            _raw_s3("images", f"{TRAJECTORY_DIR}/{IMAGES_DIR}", layout.images(ITERATION), optional=True),
-        ],
+        inputs=_inputs(spec, layout),
+        outputs=[_raw_s3(a, layout) for a in spec.artifacts_out],
         volume_mounts=[m.VolumeMount(name=name, mount_path=path) for name, path in mounts.items()],
         volumes=[_empty_dir(name) for name in (*mounts, "proxy-tmp")],
         sidecars=[_proxy_sidecar(config)],
@@ -260,8 +238,7 @@ def _rollout_template(config: ExperimentConfig) -> Container:
 
 def _exit_handler(config: ExperimentConfig) -> Container:
     """Runs after every workflow run, however it ended: records the ending in MLflow."""
-    command = ["openforge", "step", "record-status", "--workflow", "{{workflow.name}}", "--status", "{{workflow.status}}"]
-    return _storage_step(config, EXIT_HANDLER, command, sized_as="commit", inputs=None)
+    return _storage_step(config, "record-status", name=EXIT_HANDLER, sized_as="commit")
 
 
 def _final_steps(evaluation: bool) -> tuple[str, ...]:
@@ -337,7 +314,7 @@ def iteration_templates(config: ExperimentConfig) -> list[Any]:
         _rollout_template(config),
         # The report step is sized like commit: both read small files and talk to MLflow.
         *(
-            _storage_step(config, step, _step_command(step), sized_as="commit" if step == "report" else "")
+            _storage_step(config, step, sized_as="commit" if step == "report" else "")
             for step in ("score", *_final_steps(evaluation))
         ),
     ]
@@ -380,7 +357,7 @@ def build_iteration_template(config: ExperimentConfig) -> WorkflowTemplate:
         arguments=[
             Parameter(
                 name="iteration",
-                value="next",
+                value=NEXT,
                 description="RL iteration to run: `next` (the first not yet committed) or a number.",
             ),
             config_parameter(config),

@@ -1,6 +1,6 @@
-"""The prepare step as the workflow runs it: which iteration, which tasks, which rollouts are left.
+"""What the prepare step decides: which iteration, which tasks, which rollouts are left.
 
-`openforge step prepare --iteration next|K` reads the run's state from the store and
+``prepare_step`` (run by pipelines/steps/prepare.py) reads the run's state from the store and
 decides what this run of the iteration template does:
 
 - ``next`` is the first iteration not yet committed (what the CronWorkflow asks for);
@@ -13,26 +13,18 @@ decides what this run of the iteration template does:
   its tasks even if the task set changed meanwhile;
 - rollouts whose outcome is already stored are left out of the fan-out, so a resumed
   iteration never reruns (and overwrites) a finished rollout.
-
-Its outputs, one small file each (Argo output parameters): the iteration number, whether
-the iteration is pending, whether any rollout is left (the serve + rollout sub-DAG
-runs only then), and the fan-out list.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Annotated
 
-import typer
 from pydantic import BaseModel
 
 from components.core.config import ExperimentConfig
 from components.core.storage import ArtifactStore, RunLayout, run_layout
 from pipelines.state import read_state
-
-NEXT = "next"
+from pipelines.steps.prepare import NEXT
 
 
 class PrepareError(RuntimeError):
@@ -103,37 +95,3 @@ def _plan_left(config: ExperimentConfig, iteration: int, store: ArtifactStore, l
     left = [r for r in planned if not store.exists(layout.outcome(iteration, r["rollout_id"]))]
     reason = f"iteration {iteration} {how}: {len(left)} of {len(planned)} rollouts to run over {len(plan['tasks'])} tasks"
     return Prepared(iteration=iteration, pending=True, rollouts=left, reason=reason)
-
-
-def write_outputs(prepared: Prepared, out_dir: Path) -> None:
-    """One file per output parameter (the manifest's ``valueFrom.path``s)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    values = {
-        "iteration": str(prepared.iteration),
-        "pending": str(prepared.pending).lower(),
-        "generate": str(prepared.generate).lower(),
-        "rollouts.json": json.dumps(prepared.rollouts),
-    }
-    for name, value in values.items():
-        (out_dir / name).write_text(value)
-
-
-def prepare_command(
-    iteration: Annotated[str, typer.Option(help=f"The iteration to prepare, or {NEXT!r}: the first not yet committed.")],
-    out_dir: Annotated[Path, typer.Option(help="Folder for the outputs: iteration, pending, generate, rollouts.json.")],
-) -> None:
-    """Resolve the iteration from the run's state, pick its tasks and list the rollouts left to run."""
-    from components.core.config import ConfigError, config_from_env
-    from components.core.storage import open_store
-    from components.rollout.prepare import NoChoicesError
-    from components.rollout.tasks import TaskError
-
-    try:
-        config = config_from_env()
-        store = open_store(config.storage.uri, config.storage.endpoint_url)
-        prepared = prepare_step(config, parse_iteration(iteration), store)
-    except (ConfigError, TaskError, PrepareError, NoChoicesError) as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
-    write_outputs(prepared, out_dir)
-    typer.echo(prepared.reason)

@@ -13,24 +13,20 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
-from rich.console import Console
 
-from components.core.config import ConfigError, ExperimentConfig, load_config
 from components.core.storage import ArtifactStore, RunLayout, open_store
-from pipelines.executor import (
-    ExecutorOptions,
-    ManifestError,
-    PodmanOptions,
-    WarmStarts,
-    WorkflowFailed,
-    execute_workflow,
-    podman_problem,
-)
 from pipelines.run_view import RunView, summary_table
-from pipelines.state import next_iteration, read_state
+
+# The config's pydantic models, the executor and rich load in the functions that use them:
+# `openforge --help` imports this module and needs none of them.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from components.core.config import ExperimentConfig
+    from pipelines.executor import ExecutorOptions, PodmanOptions
 
 ITERATION_TIME = "time/iteration_s"
 Runtime = Literal["process", "podman"]
@@ -74,6 +70,8 @@ def run_experiment(
     each from a fresh interpreter. ``runtime="podman"`` runs each rollout pod with
     `podman kube play` (pipelines/executor/_podman.py); every other step stays a process.
     """
+    from rich.console import Console
+
     if config.evaluation is not None:
         raise RunError("this config has an `evaluation` section: that is for `openforge eval`; remove it to train")
     with local_executor(config, workdir, programs, warm_start, runtime) as options:
@@ -93,18 +91,21 @@ def local_executor(
     Checks the harness and podman before any step starts, starts the warm-start server
     for the duration, and yields a function making the executor's options from a resume rule.
     """
+    from pipelines.executor import ExecutorOptions, podman_problem
+    from pipelines.warm_start import openforge_warm_starts
+
     if programs is None:  # this checkout's steps will run the harness on this machine
         _require_harness(config)
     podman = None
     if runtime == "podman":
-        podman = PodmanOptions()
+        podman = local_podman_options()
         problem = podman_problem(podman)
         if problem:
             raise RunError(f"--runtime podman cannot run here: {problem}")
     # First, so its imports overlap the set-up below and the first steps (which start cold).
     warm = None
     if warm_start and programs is None:
-        warm = WarmStarts(log_path=workdir / "executor" / config.name / "warm-start.log")
+        warm = openforge_warm_starts(log_path=workdir / "executor" / config.name / "warm-start.log")
     extra = {"programs": programs} if programs is not None else {"warm": warm}
 
     def options(skip: Callable[[str], str | None]) -> ExecutorOptions:
@@ -115,6 +116,19 @@ def local_executor(
     finally:
         if warm is not None:
             warm.close()
+
+
+def local_podman_options() -> PodmanOptions:
+    """The podman runtime on this machine: the installed agent harnesses (npm ones with their
+    pinned Node) mounted into every pod where the rollout step looks for them, as a
+    harness image carries them on a cluster."""
+    from components.rollout.harnesses import HOME_ENV, harness_home
+    from pipelines.executor import PodmanOptions
+
+    home = harness_home()
+    if not home.is_dir():
+        return PodmanOptions()
+    return PodmanOptions(mounts={"openforge-harnesses": home}, env={HOME_ENV: str(home)})
 
 
 def _require_harness(config: ExperimentConfig) -> None:
@@ -136,7 +150,9 @@ def _run_iterations(
 ) -> dict[int, dict[str, float]]:
     from components.core.tracking import ExperimentTracker, ui_command
     from pipelines.compile import compile_config, manifest_of_kind
+    from pipelines.executor import execute_workflow
     from pipelines.iteration import config_yaml
+    from pipelines.state import next_iteration, read_state
 
     text = config_yaml(config)
     total = iterations or config.iterations
@@ -189,6 +205,11 @@ def run_command(
     ),
 ) -> None:
     """Run RL iterations on this machine; rerun the same command to resume after a stop."""
+    from rich.console import Console
+
+    from components.core.config import ConfigError, load_config
+    from pipelines.executor import ManifestError, WorkflowFailed
+
     try:
         experiment = load_config(config)
     except ConfigError as exc:

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Annotated
 
-import typer
 from pydantic import BaseModel
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
 from pipelines.state import read_state
+from pipelines.steps.record_status import STATUSES
 
-# Argo's workflow phases as `{{workflow.status}}` gives them to an exit handler.
-STATUSES = ("Succeeded", "Failed", "Error")
 TAG_WORKFLOW = "openforge.workflow.last"
 TAG_STATUS = "openforge.workflow.last_status"
 TAG_COMMITTED = "openforge.last_committed_iteration"
@@ -56,19 +53,3 @@ def record_run_status(config: ExperimentConfig, workflow: str, status: str) -> R
         tracker.client.set_tag(tracker.run_id, key, value)
     tracker.log_text(json.dumps(record.model_dump(), indent=2), f"workflows/{workflow}.json")
     return record
-
-
-def record_status_command(
-    workflow: Annotated[str, typer.Option(help="The workflow's name ({{workflow.name}}).")],
-    status: Annotated[str, typer.Option(help=f"How it ended ({{{{workflow.status}}}}): {', '.join(STATUSES)}.")],
-) -> None:
-    """Record how a workflow run ended in the experiment's MLflow run (the workflow's exit hook)."""
-    from components.core.config import config_for_step
-
-    config = config_for_step()
-    try:
-        record = record_run_status(config, workflow, status)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--status") from None
-    committed = record.last_committed_iteration
-    typer.echo(f"{workflow}: {status}; last committed iteration: {'none' if committed is None else committed}")

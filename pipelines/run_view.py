@@ -14,14 +14,17 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-from components.core.outcome import RolloutStatus
-from components.core.tracking import mlflow_metric_name
+from components.core.rollout_identity import OUTCOME_FILE
 from pipelines.executor import NodeEvent, NodePhase
+
+# rich's progress and tables, and the outcome's pydantic models, load where they are used:
+# `openforge run` imports this module, and so does `openforge --help`.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import TaskID
+    from rich.table import Table
 
 _PHASE_WORDS = {
     NodePhase.RUNNING: "running",
@@ -50,7 +53,7 @@ class _FanOut:
 def _rollout_status(outputs: Mapping[str, Path]) -> str | None:
     """The recorded outcome's status of a rollout that ran (None: it wrote no outcome)."""
     for path in outputs.values():
-        if path.name == "outcome.json":
+        if path.name == OUTCOME_FILE:
             try:
                 return str(json.loads(path.read_text()).get("status"))
             except (OSError, ValueError):
@@ -60,6 +63,8 @@ def _rollout_status(outputs: Mapping[str, Path]) -> str | None:
 
 def _rollout_failed(outputs: Mapping[str, Path]) -> bool:
     """A rollout that ran but whose recorded outcome is not ``ok`` (harness or verifier trouble)."""
+    from components.core.outcome import RolloutStatus
+
     status = _rollout_status(outputs)
     return status is not None and status != RolloutStatus.OK.value
 
@@ -68,6 +73,8 @@ class RunView:
     """Live progress: one row per phase of the current iteration, with rollout counts."""
 
     def __init__(self, console: Console) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
         self.console = console
         self.progress = Progress(
             SpinnerColumn(),
@@ -110,6 +117,8 @@ class RunView:
                 self._phase(event)
 
     def _line(self, event: NodeEvent) -> None:
+        from components.core.outcome import RolloutStatus
+
         if event.phase is NodePhase.RUNNING:
             self._started[event.node] = time.monotonic()
             if event.task in self._fan_outs and event.node.endswith(")"):
@@ -157,6 +166,11 @@ class RunView:
 
 def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: int, times: Mapping[int, float]) -> Table:
     """One row per iteration: reward, pass@1/pass@k, rollouts ok/failed, trained tokens, loss and wall time."""
+    from rich.table import Table
+
+    from components.core.outcome import RolloutStatus
+    from components.core.tracking import mlflow_metric_name
+
     pass_k = next(
         (mlflow_metric_name(n) for n in ("pass@k", f"pass@{samples_per_task}") if any(mlflow_metric_name(n) in v for v in logged.values())),
         mlflow_metric_name("pass@k"),

@@ -1,6 +1,6 @@
 """Model-call sequences shaped like real harnesses, driven through a recording proxy.
 
-Each driver plays one agent session the way its harness does it (HARNESSES.md): the API,
+Each driver plays one agent session the way its harness does it (docs/harnesses.md): the API,
 streaming or not, the session id's place, the history resent append-only with the
 harness's own echo of each answer (Claude Code's text and ``tool_use`` blocks, Codex's
 ``message`` and ``function_call`` items, mini-swe-agent's chat message), tool results in

@@ -6,6 +6,7 @@ import statistics
 from dataclasses import dataclass
 
 from benchmarks.overhead.breakdown import EXECUTOR, PHASES, Split
+from benchmarks.overhead.cli_start import CliStart, subsection_markdown
 
 SECTION = "Pipeline overhead"
 TARGET_SHARE = 0.05
@@ -149,7 +150,7 @@ Overhead is charged to the phase it falls in: a step's node (from its running to
 
 
 def section_markdown(info: RunInfo, quickstart: list[Split], sweep: list[SweepPoint], startup: dict[str, tuple[list[str], float]],
-                     quickstart_text: str, sweep_text: str) -> str:  # fmt: skip
+                     quickstart_text: str, sweep_text: str, cli_start: CliStart | None = None) -> str:  # fmt: skip
     iterations_s = sum(s.wall_s for s in quickstart)
     load = lambda values: ", ".join(f"{v:.1f}" for v in values)  # noqa: E731
     lines = [
@@ -197,7 +198,9 @@ def section_markdown(info: RunInfo, quickstart: list[Split], sweep: list[SweepPo
         "",
         *(f"- {line}." for line in verdict_lines(quickstart)),
     ]
-    return "\n".join(lines) + "\n"
+    # Last, so that `bench_overhead.py --cli-start` can rewrite it alone (doc_sections.write_subsection).
+    tail = "" if cli_start is None else "\n" + subsection_markdown(cli_start)
+    return "\n".join(lines) + "\n" + tail
 
 
 def terminal_lines(quickstart: list[Split], sweep: list[SweepPoint], startup: dict[str, tuple[list[str], float]]) -> list[str]:

@@ -1,7 +1,7 @@
 """Screenshot-carrying calls for the proxy benchmarks: what a browser agent sends.
 
 Each call is a chat completion whose user message carries one PNG screenshot as a base64
-data URL (browser-use's shape, shared/GUI.md). The pixels are random bytes, so the PNG
+data URL (browser-use's shape, docs/harnesses.md). The pixels are random bytes, so the PNG
 cannot be compressed and its size is real (256x256 RGB: ~197 kB, ~263 kB as base64).
 Most calls bring a new screenshot; a fraction repeat the previous call's, as the rollouts
 of one task open on the same page and an agent's page often does not change between steps.

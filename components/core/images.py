@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.core.rollout_identity import IMAGES_DIR
+
 if TYPE_CHECKING:
     from components.core.trajectory import RecordedCall
 
-IMAGES_DIR = "images"  # beside the session files
 # The image types the chat APIs accept, with the extension a stored file gets.
 EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 _DECLARED = {"image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg"}  # spellings clients use for JPEG

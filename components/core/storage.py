@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlparse
 
+from components.core.rollout_identity import outcome_key_file, trajectory_file
+
 if TYPE_CHECKING:  # for the annotation only
     from components.core.config import ExperimentConfig
 
@@ -208,7 +210,7 @@ class RunLayout:
         return f"{self._it(iteration)}/choices.json"
 
     def trajectory(self, iteration: int | str, rollout_id: str) -> str:
-        return f"{self._it(iteration)}/trajectories/{rollout_id}.jsonl"
+        return f"{self._it(iteration)}/trajectories/{trajectory_file(rollout_id)}"
 
     def images(self, iteration: int | str) -> str:
         """Prefix of the iteration's images, one object per distinct image (``<sha256>.<ext>``).
@@ -221,7 +223,7 @@ class RunLayout:
         return f"{self._it(iteration)}/trajectories/images"
 
     def outcome(self, iteration: int | str, rollout_id: str) -> str:
-        return f"{self._it(iteration)}/outcomes/{rollout_id}.json"
+        return f"{self._it(iteration)}/outcomes/{outcome_key_file(rollout_id)}"
 
     def rewards(self, iteration: int) -> str:
         return f"{self._it(iteration)}/rewards.json"

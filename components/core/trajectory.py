@@ -13,6 +13,7 @@ from typing import Any, Iterator, Literal, Sequence
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from components.core.rollout_identity import TRAJECTORY_GLOB, trajectory_session
 from components.core.validation import join_errors
 
 # Bump the major part for changes a reader of the previous version would misread
@@ -213,9 +214,9 @@ def read_session(path: str | Path) -> list[RecordedCall]:
 
 
 def read_sessions(directory: str | Path) -> Iterator[tuple[str, list[RecordedCall]]]:
-    """Yield ``(session_id, calls)`` for every ``*.jsonl`` file in a directory, sorted by name."""
-    for path in sorted(Path(directory).glob("*.jsonl")):
-        yield path.stem, read_session(path)
+    """Yield ``(session_id, calls)`` for every trajectory file in a directory, sorted by name."""
+    for path in sorted(Path(directory).glob(TRAJECTORY_GLOB)):
+        yield trajectory_session(path.name), read_session(path)
 
 
 def attempt_of(call: RecordedCall) -> int:

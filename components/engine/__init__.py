@@ -4,26 +4,21 @@ On a CPU the dev engine stands in for vLLM: same endpoints, field names and shap
 token ids and logprobs included, so the recording proxy cannot tell the two apart.
 See docs/engine.md for where it differs.
 
-Names are imported on first use so that the CLI (which imports this package) starts
-without loading aiohttp, pydantic or torch.
+Exports load on first use (``components.core.lazy``) so that the CLI (which imports this
+package) starts without loading aiohttp, pydantic or torch.
 """
 
-from __future__ import annotations
+from components.core.lazy import lazy_exports
 
-from importlib import import_module
-from typing import Any
+__all__ = ["EngineStartError", "build_app", "init_tiny_model", "policy_version_of", "serve"]
 
-_EXPORTS = {
-    "init_tiny_model": "components.engine.tiny_model",
-    "serve": "components.engine.server",
-    "build_app": "components.engine.server",
-    "policy_version_of": "components.engine.server",
-    "EngineStartError": "components.engine.server",
-}
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name]), name)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "init_tiny_model": "components.engine.tiny_model:init_tiny_model",
+        "serve": "components.engine.server:serve",
+        "build_app": "components.engine.server:build_app",
+        "policy_version_of": "components.engine.server:policy_version_of",
+        "EngineStartError": "components.engine.server:EngineStartError",
+    },
+)

@@ -7,19 +7,15 @@ Heavy imports (torch, transformers, aiohttp) happen inside the commands so that
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 import typer
 
+from components.core.command_group import command_group
 from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES  # no torch: --help stays fast
 
-if TYPE_CHECKING:
-    from components.core.parsers import ChatParsers
-    from components.core.config import ExperimentConfig
-    from components.core.storage import ArtifactStore
-
-model_app = typer.Typer(help="Create models for the dev path.", no_args_is_help=True)
-engine_app = typer.Typer(help="Run the dev inference engine (vLLM's API on a CPU).", no_args_is_help=True)
+model_app = command_group("Create models for the dev path.")
+engine_app = command_group("Run the dev inference engine (vLLM's API on a CPU).")
 
 
 @model_app.callback()
@@ -86,10 +82,10 @@ def serve_command(
     """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize)."""
     from components.core.choices import ChoiceBookError
     from components.engine._script import ScriptError
-    from components.engine.server import EngineStartError, serve
+    from components.engine.server import EngineStartError, chat_parsers, serve
 
     try:
-        parsers = _parsers(None if tool_call_parser == "none" else tool_call_parser, reasoning_parser)
+        parsers = chat_parsers(None if tool_call_parser == "none" else tool_call_parser, reasoning_parser)
         serve(
             model,
             host=host,
@@ -107,81 +103,3 @@ def serve_command(
     except (ScriptError, ChoiceBookError, EngineStartError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-
-
-def serve_step_command(
-    iteration: int = typer.Option(..., "--iteration", min=0, help="The iteration whose policy to serve."),
-    host: str = typer.Option("0.0.0.0", "--host", help="Interface to listen on (the pod's, on a cluster)."),
-    port: int = typer.Option(8000, "--port", min=0, max=65535, help="Port to listen on."),
-) -> None:
-    """Serve the newest committed checkpoint <= ITERATION (committing the initial policy first)."""
-    import tempfile
-
-    from components.core.config import config_for_step
-    from components.core.storage import open_store
-    from components.engine.readiness import EngineNotReady
-    from components.engine.server import serve
-    from components.engine.step import prepare_policy
-    from components.engine.vllm_serve import serve_vllm
-
-    config = config_for_step()
-    store = open_store(config.storage.uri, config.storage.endpoint_url)
-    with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp:
-        policy = Path(tmp) / "policy"
-        try:
-            version = prepare_policy(config, iteration, store, policy)
-        except FileNotFoundError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        typer.echo(f"serving checkpoint {version} for iteration {iteration} ({config.engine.kind})")
-        if config.engine.kind == "dev":
-            engine = config.engine
-            serve(
-                policy,
-                host=host,
-                port=port,
-                max_model_len=engine.max_model_len,
-                unconstrained_json=engine.dev_unconstrained_json,
-                choices=_choice_book(config, iteration, store, Path(tmp)) if engine.dev_mode == "choice" else None,
-                parsers=_parsers(engine.vllm.tool_call_parser, engine.vllm.reasoning_parser),
-            )
-            return
-        try:
-            code = serve_vllm(config, policy, Path(tmp), host=host, port=port)
-        except EngineNotReady as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        # A vLLM stopped by the signal Argo sends the daemon exits by that signal: not a failure.
-        raise typer.Exit(code if code > 0 else 0)
-
-
-def _parsers(tool_call_parser: str | None, reasoning_parser: str | None) -> ChatParsers:
-    """The answer formats by vLLM's names; an unknown name stops the engine with the supported ones."""
-    from components.core.parsers import ChatParsers, check_reasoning_parser, check_tool_call_parser
-    from components.engine.server import EngineStartError
-
-    try:
-        if tool_call_parser is not None:
-            check_tool_call_parser(tool_call_parser)
-        if reasoning_parser is not None:
-            check_reasoning_parser(reasoning_parser)
-    except ValueError as exc:
-        raise EngineStartError(str(exc)) from None
-    return ChatParsers(tool_call_parser, reasoning_parser)
-
-
-def _choice_book(config: ExperimentConfig, iteration: int, store: ArtifactStore, tmp: Path) -> Path:
-    """The book the prepare step wrote for this iteration, as a file for the engine."""
-    from components.core.storage import run_layout
-
-    key = run_layout(config).choices(iteration)
-    if not store.exists(key):
-        typer.echo(
-            f"error: engine.dev_mode is 'choice' but {store.root}/{key} does not exist; "
-            "the prepare step writes it: run prepare for this iteration first",
-            err=True,
-        )
-        raise typer.Exit(2)
-    path = tmp / "choices.json"
-    path.write_bytes(store.get_bytes(key))
-    return path

@@ -28,6 +28,20 @@ class EngineStartError(ValueError):
     """The engine cannot start with these settings; the message says what to fix."""
 
 
+def chat_parsers(tool_call_parser: str | None, reasoning_parser: str | None) -> ChatParsers:
+    """The answer formats by vLLM's names; an unknown name stops the engine with the supported ones."""
+    from components.core.parsers import check_reasoning_parser, check_tool_call_parser
+
+    try:
+        if tool_call_parser is not None:
+            check_tool_call_parser(tool_call_parser)
+        if reasoning_parser is not None:
+            check_reasoning_parser(reasoning_parser)
+    except ValueError as exc:
+        raise EngineStartError(str(exc)) from None
+    return ChatParsers(tool_call_parser, reasoning_parser)
+
+
 def policy_version_of(model_dir: Path) -> str:
     """The checkpoint's ``policy_version`` from its manifest, else the directory's name."""
     manifest = model_dir / CHECKPOINT_INFO

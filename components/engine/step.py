@@ -1,4 +1,4 @@
-"""The serve step: put the policy for iteration k on disk and serve it.
+"""The serve step's work: put the policy for iteration k on disk and serve it.
 
 Iteration k serves the newest committed checkpoint <= k; an evaluation serves the one it
 names (``evaluation.checkpoint``) and commits nothing. The first iteration of a run
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -70,3 +72,49 @@ def _evaluated_policy(config: ExperimentConfig, store: ArtifactStore, layout: Ru
     record = {"requested": choice, "version": version, "source": source}
     store.put_bytes(layout.evaluated_checkpoint(), json.dumps(record, indent=2).encode())
     return version
+
+
+def serve_iteration(
+    config: ExperimentConfig, iteration: int, store: ArtifactStore, host: str, port: int, say: Callable[[str], None] = print
+) -> int:
+    """Serve the checkpoint iteration ``iteration`` serves until stopped; returns the engine's exit code.
+
+    A missing checkpoint or choice book raises FileNotFoundError, vLLM that never became
+    ready raises EngineNotReady: both name what to run first.
+    """
+    with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp:
+        policy = Path(tmp) / "policy"
+        version = prepare_policy(config, iteration, store, policy)
+        say(f"serving checkpoint {version} for iteration {iteration} ({config.engine.kind})")
+        engine = config.engine
+        if engine.kind == "dev":
+            from components.engine.server import chat_parsers, serve
+
+            serve(
+                policy,
+                host=host,
+                port=port,
+                max_model_len=engine.max_model_len,
+                unconstrained_json=engine.dev_unconstrained_json,
+                choices=_choice_book(config, iteration, store, Path(tmp)) if engine.dev_mode == "choice" else None,
+                parsers=chat_parsers(engine.vllm.tool_call_parser, engine.vllm.reasoning_parser),
+            )
+            return 0
+        from components.engine.vllm_serve import serve_vllm
+
+        code = serve_vllm(config, policy, Path(tmp), host=host, port=port)
+        # A vLLM stopped by the signal Argo sends the daemon exits by that signal: not a failure.
+        return code if code > 0 else 0
+
+
+def _choice_book(config: ExperimentConfig, iteration: int, store: ArtifactStore, tmp: Path) -> Path:
+    """The book the prepare step wrote for this iteration, as a file for the engine."""
+    key = run_layout(config).choices(iteration)
+    if not store.exists(key):
+        raise FileNotFoundError(
+            f"engine.dev_mode is 'choice' but {store.root}/{key} does not exist; "
+            "the prepare step writes it: run prepare for this iteration first"
+        )
+    path = tmp / "choices.json"
+    path.write_bytes(store.get_bytes(key))
+    return path

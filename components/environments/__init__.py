@@ -1,9 +1,10 @@
-"""Environments GUI agents act in: a browser, a desktop, and the seeded web apps of the task suite."""
+"""Environments GUI agents act in: a browser, a desktop, and the seeded web apps of the task suite.
 
-from components.environments.base import EnvironmentSetupError, StepLimitExceeded
-from components.environments.browser import BrowserConfig, BrowserEnvironment
-from components.environments.desktop import DesktopConfig, DesktopEnvironment
-from components.environments.web_tasks import WebTask, WebTaskError, start_web_task
+Exports load on first use (``components.core.lazy``): ``openforge tasks`` lives in this
+package, and its ``--help`` must not load the browser's aiohttp and pydantic.
+"""
+
+from components.core.lazy import lazy_exports
 
 __all__ = [
     "BrowserConfig",
@@ -16,3 +17,18 @@ __all__ = [
     "WebTaskError",
     "start_web_task",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "EnvironmentSetupError": "components.environments.base:EnvironmentSetupError",
+        "StepLimitExceeded": "components.environments.base:StepLimitExceeded",
+        "BrowserConfig": "components.environments.browser:BrowserConfig",
+        "BrowserEnvironment": "components.environments.browser:BrowserEnvironment",
+        "DesktopConfig": "components.environments.desktop:DesktopConfig",
+        "DesktopEnvironment": "components.environments.desktop:DesktopEnvironment",
+        "WebTask": "components.environments.web_tasks:WebTask",
+        "WebTaskError": "components.environments.web_tasks:WebTaskError",
+        "start_web_task": "components.environments.web_tasks:start_web_task",
+    },
+)

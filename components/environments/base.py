@@ -1,7 +1,7 @@
 """What every environment shares: the setup error, the step limit, and finding its programs.
 
-An agent that never stops (cua-agent's Qwen loop ignores its own terminate action,
-shared/GUI.md) must be stopped by the environment's owner, so each environment counts
+An agent that never stops (cua-agent's Qwen loop ignores its own terminate action:
+docs/harnesses.md, "cua-agent") must be stopped by the environment's owner, so each environment counts
 the steps taken through it and raises ``StepLimitExceeded`` past its limit.
 """
 

@@ -24,9 +24,10 @@ from components.environments.base import EnvironmentSetupError, StepCounter, par
 from components.environments.processes import kill_and_wait, pids_with
 
 CHROMIUM_PACKAGES = "chromium chromium-driver"
-# shared/GUI.md: headless Chromium still calls outside hosts (update, time, accounts,
-# autofill) and honours HTTP(S)_PROXY. The first four flags cut most of it; the last two
-# stopped every outside connection: no proxy, and every name but 127.0.0.1 unresolvable.
+# docs/environments.md ("Browser environment"): headless Chromium still calls outside
+# hosts (update, time, accounts, autofill) and honours HTTP(S)_PROXY. The first four flags
+# cut most of it; the last two stopped every outside connection: no proxy, and every name
+# but 127.0.0.1 unresolvable.
 ISOLATION_FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",

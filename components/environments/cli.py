@@ -7,7 +7,9 @@ from typing import Annotated
 
 import typer
 
-tasks_app = typer.Typer(help="Write task folders of the offline task suites.", no_args_is_help=True)
+from components.core.command_group import command_group
+
+tasks_app = command_group("Write task folders of the offline task suites.")
 
 
 @tasks_app.callback()

@@ -9,6 +9,7 @@ from typing import Awaitable, Callable
 import orjson
 from aiohttp import web
 
+from components.core.rollout_identity import ATTEMPT_ROUTE, SESSION_QUERY, SESSION_ROUTE, route_parts
 from components.proxy.calls import CallHandler
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, error_response, upstream_status_error
@@ -44,10 +45,11 @@ class _Proxy:
         self.recorder.close()
 
     async def models(self, request: web.Request) -> web.Response:
-        session_id = call_session(request.match_info.get("session_id"), request.headers)
+        path_session, path_attempt = route_parts(request.match_info)
+        session_id = call_session(path_session, request.headers)
         self.calls.admission.auth.check(request.headers, session_id)
-        if "attempt" in request.match_info:
-            check_path_attempt(request.match_info["attempt"])
+        if path_attempt is not None:
+            check_path_attempt(path_attempt)
         try:
             status, body = await self.upstream.get_models()
         except ProxyError:
@@ -59,7 +61,7 @@ class _Proxy:
         return web.Response(body=body, content_type="application/json")
 
     async def flush(self, request: web.Request) -> web.Response:
-        session = request.query.get("session")
+        session = request.query.get(SESSION_QUERY)
         ids = None if session is None else [check_path_session_id(session)]
         if self.calls.admission.auth.enabled:
             if ids is None:  # a flush of every session would need every session's token
@@ -115,11 +117,11 @@ def build_app(config: ProxyConfig) -> web.Application:
     for surface in SURFACES:
         handler = partial(_call_route, proxy, surface)
         app.router.add_post(surface.path, handler)
-        app.router.add_post("/s/{session_id}" + surface.path, handler)
-        app.router.add_post("/s/{session_id}/a/{attempt}" + surface.path, handler)
+        app.router.add_post(SESSION_ROUTE + surface.path, handler)
+        app.router.add_post(ATTEMPT_ROUTE + surface.path, handler)
     app.router.add_get("/v1/models", proxy.models)
-    app.router.add_get("/s/{session_id}/v1/models", proxy.models)
-    app.router.add_get("/s/{session_id}/a/{attempt}/v1/models", proxy.models)
+    app.router.add_get(SESSION_ROUTE + "/v1/models", proxy.models)
+    app.router.add_get(ATTEMPT_ROUTE + "/v1/models", proxy.models)
     app.router.add_post("/flush", proxy.flush)
     app.router.add_get("/health", proxy.health)
     return app

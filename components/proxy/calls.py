@@ -18,6 +18,7 @@ from typing import Any, Awaitable
 import orjson
 from aiohttp import web
 
+from components.core.rollout_identity import route_parts
 from components.proxy.call_record import Call
 from components.proxy.call_tags import CallTagger
 from components.proxy.config import ProxyConfig
@@ -77,7 +78,7 @@ class CallHandler:
     async def handle(self, request: web.Request, surface: Surface) -> web.StreamResponse:
         admission = self.admission
         try:
-            session_id = call_session(request.match_info.get("session_id"), request.headers)
+            session_id = call_session(route_parts(request.match_info)[0], request.headers)
             admission.admit(request.headers, session_id)
         except ProxyError as err:
             return _error_response(surface, err)  # refused before the upstream saw it: nothing to record
@@ -102,7 +103,7 @@ class CallHandler:
     async def _begin(
         self, request: web.Request, surface: Surface, session_id: str, started_at: float, t0: float
     ) -> tuple[Call, bytes]:
-        path_attempt = request.match_info.get("attempt")
+        path_attempt = route_parts(request.match_info)[1]
         attempt_number = 0 if path_attempt is None else check_path_attempt(path_attempt)
         raw = await request.read()
         try:

@@ -127,7 +127,7 @@ def upstream_status_error(status: int, body: bytes, upstream: str, retry_after: 
     detail, err_type, param, code = _engine_error_fields(body)
     headers = {}
     if status == 429:
-        # Some harnesses treat a 429 without Retry-After as fatal (see HARNESSES.md).
+        # Some harnesses treat a 429 without Retry-After as fatal (docs/proxy.md, "Limits and security").
         headers["Retry-After"] = retry_after or "1"
     return ProxyError(
         status,

@@ -28,7 +28,6 @@ import pybase64
 
 from components.core.images import (
     EXTENSIONS,
-    IMAGES_DIR,
     ImageError,
     canonical_mime,
     dimensions,
@@ -36,6 +35,7 @@ from components.core.images import (
     make_pointer,
     sniff,
 )
+from components.core.rollout_identity import IMAGES_DIR
 from components.proxy.errors import ProxyError, bad_request
 
 # What a body must contain to hold a base64 image, per API: a JSON string that starts a data

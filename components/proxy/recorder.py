@@ -23,6 +23,8 @@ from typing import Any, Iterable
 
 import orjson
 
+from components.core.rollout_identity import TRAJECTORY_GLOB, trajectory_file, trajectory_session
+
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
 _FILE_MODE = 0o600  # trajectories hold prompts and outputs: owner-only
 TORN_DIR = "torn"  # under the output directory: torn last lines moved out of session files
@@ -46,12 +48,12 @@ class Recorder:
         self._counts: dict[str, int] = {}
         self._sizes: dict[str, int] = {}  # bytes per session file: known once, then counted, never re-stat'ed
         self.torn_lines_repaired = 0
-        for path in sorted(out.glob("*.jsonl")):  # before any append: one writer per directory
+        for path in sorted(out.glob(TRAJECTORY_GLOB)):  # before any append: one writer per directory
             if not path.is_symlink():  # session files are never links (opened with O_NOFOLLOW)
                 self._repair_torn_tail(path)
 
     def path(self, session_id: str) -> Path:
-        return self.out / f"{session_id}.jsonl"
+        return self.out / trajectory_file(session_id)
 
     def write(self, session_id: str, record: dict[str, Any]) -> int:
         """Give the record the session's next ``call_index``, append it, and return that index."""
@@ -122,7 +124,7 @@ class Recorder:
                 return
             fh.seek(keep)
             torn = fh.read()
-            aside = self.out / TORN_DIR / f"{path.stem}.torn"
+            aside = self.out / TORN_DIR / f"{trajectory_session(path.name)}.torn"
             aside.parent.mkdir(exist_ok=True)
             # Kept (one torn tail per line) before the session file loses it: a crash between
             # the two steps can duplicate the bytes, never lose them.

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from components.core.rollout_identity import trajectory_file
 from components.proxy.call_tags import CallTagger
 from components.proxy.provenance import TokenProvenance
 
@@ -43,7 +44,7 @@ class SessionRestorer:
         await asyncio.shield(seen)
 
     async def _restore(self, session_id: str) -> None:
-        path = self._out / f"{session_id}.jsonl"
+        path = self._out / trajectory_file(session_id)
         try:
             records, unreadable = await asyncio.to_thread(_read_records, path)
         except OSError as exc:  # the session goes on without its memory (chat path, untagged retries), counted

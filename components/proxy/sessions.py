@@ -1,6 +1,6 @@
 """Which rollout a call belongs to: the session id, and where it came from.
 
-Order (HARNESSES.md): an explicit id in the URL path, then harness headers, then the
+Order (docs/proxy.md, "Sessions"): an explicit id in the URL path, then harness headers, then the
 W3C ``traceparent`` trace id, then ``default``. The id names a file on disk, so only a
 safe alphabet is accepted: a bad id in the path is refused, a bad header value is hashed.
 """

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Mapping, MutableMapping, Sequence
 
 from components.core.outcome import Outcome, RewardRecord, RolloutStatus
+from components.core.rollout_identity import group_id
 from components.core.trajectory import RecordedCall, latest_attempt
 
 # Statuses that say something about the agent: the verifier judged it, or it failed on its
@@ -27,11 +28,6 @@ GRADED_STATUSES = frozenset(
 )
 # Reason code of a group's last usable rollout, masked because it has nothing to be compared with.
 NO_BASELINE = "group_no_baseline"
-
-
-def group_id(iteration: int, task_id: str) -> str:
-    """The GRPO group of a task's rollouts in one iteration (the contract's uid)."""
-    return f"it{iteration}-{task_id}"
 
 
 @dataclass(frozen=True)

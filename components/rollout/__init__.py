@@ -1,9 +1,10 @@
-"""Rollouts: tasks and task sets, harness adapters, the reference harness, the runner, prepare."""
+"""Rollouts: tasks and task sets, harness adapters, the reference harness, the runner, prepare.
 
-from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun, get_harness
-from components.rollout.prepare import prepare_iteration
-from components.rollout.runner import parse_rollout_id, run_rollout, verdict
-from components.rollout.tasks import Task, TaskError, VerifierSpec, load_task, load_task_set, select_tasks
+Exports load on first use (``components.core.lazy``): the rollout CLI lives in this
+package, and ``openforge --help`` must not load the runner's aiohttp or the config's pydantic.
+"""
+
+from components.core.lazy import lazy_exports
 
 __all__ = [
     "HarnessAdapter",
@@ -15,9 +16,27 @@ __all__ = [
     "get_harness",
     "load_task",
     "load_task_set",
-    "parse_rollout_id",
     "prepare_iteration",
     "run_rollout",
     "select_tasks",
     "verdict",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "HarnessAdapter": "components.rollout.harnesses.base:HarnessAdapter",
+        "HarnessCommand": "components.rollout.harnesses.base:HarnessCommand",
+        "HarnessRun": "components.rollout.harnesses.base:HarnessRun",
+        "get_harness": "components.rollout.harnesses:get_harness",
+        "prepare_iteration": "components.rollout.prepare:prepare_iteration",
+        "run_rollout": "components.rollout.runner:run_rollout",
+        "verdict": "components.rollout.runner:verdict",
+        "Task": "components.rollout.tasks:Task",
+        "TaskError": "components.rollout.tasks:TaskError",
+        "VerifierSpec": "components.rollout.tasks:VerifierSpec",
+        "load_task": "components.rollout.tasks:load_task",
+        "load_task_set": "components.rollout.tasks:load_task_set",
+        "select_tasks": "components.rollout.tasks:select_tasks",
+    },
+)

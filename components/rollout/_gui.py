@@ -6,8 +6,8 @@ profile opened at the app, both on 127.0.0.1 and both torn down whatever happens
 harness gets the prompt with ``{web_url}`` filled in and the browser's CDP URL; only
 the verifier gets the app's state URL and token.
 
-Browser agents may never stop on their own (cua-agent ignores its terminate action,
-shared/GUI.md), so the runner counts the model calls the proxy records for the attempt
+Browser agents may never stop on their own (cua-agent ignores its terminate action:
+docs/harnesses.md, "cua-agent"), so the runner counts the model calls the proxy records for the attempt
 and stops the harness past ``harness.max_turns``: one call, one step.
 """
 

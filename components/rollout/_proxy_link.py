@@ -12,6 +12,7 @@ import time
 import urllib.error
 import urllib.request
 
+from components.core.rollout_identity import flush_url
 from components.proxy.auth import SECRET_ENV, session_token
 
 API_KEY = "openforge-rollout"  # what harnesses send when the proxy checks no key (they insist on one)
@@ -58,7 +59,6 @@ def wait_for_engine(proxy_url: str, deadline: float) -> str | None:
 
 def flush_session(proxy_url: str, session_id: str, api_key: str) -> int | None:
     """Ask the proxy to flush the session's file; the number of calls it holds. Raises OSError or ValueError."""
-    url = f"{proxy_url}/flush?session={session_id}"
-    request = urllib.request.Request(url, method="POST", headers={"Authorization": f"Bearer {api_key}"})
+    request = urllib.request.Request(flush_url(proxy_url, session_id), method="POST", headers={"Authorization": f"Bearer {api_key}"})
     with urllib.request.urlopen(request, timeout=PROXY_TIMEOUT_S) as resp:
         return json.loads(resp.read()).get("sessions", {}).get(session_id)

@@ -17,17 +17,9 @@ from pathlib import Path
 
 from components.core.choices import ChoiceBook
 from components.core.config import ExperimentConfig
+from components.core.rollout_identity import group_id, make_rollout_id
 from components.core.storage import ArtifactStore, open_store, put_dir, run_layout
 from components.rollout.tasks import Task, load_task_set, select_tasks
-
-
-def rollout_id(task_id: str, sample_index: int) -> str:
-    return f"{task_id}-s{sample_index}"
-
-
-def group_id(iteration: int, task_id: str) -> str:
-    """The GRPO group: the rollouts of one task in one iteration, compared with each other."""
-    return f"it{iteration}-{task_id}"
 
 
 def pod_deadline_s(config: ExperimentConfig, task: Task) -> int:
@@ -39,7 +31,7 @@ def pod_deadline_s(config: ExperimentConfig, task: Task) -> int:
 def plan_rollouts(config: ExperimentConfig, tasks: list[Task], iteration: int) -> list[dict]:
     return [
         {
-            "rollout_id": rollout_id(task.id, sample),
+            "rollout_id": make_rollout_id(task.id, sample),
             "task_id": task.id,
             "sample_index": sample,
             "group_id": group_id(iteration, task.id),

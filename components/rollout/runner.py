@@ -17,7 +17,6 @@ The runner has no storage access: its inputs and outputs are plain files and fol
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome, RolloutStatus
+from components.core.rollout_identity import OUTCOME_FILE, parse_rollout_id, session_route, trajectory_file
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
 from components.environments import DesktopEnvironment, EnvironmentSetupError
@@ -39,26 +39,16 @@ from components.rollout.egress import EgressSink
 from components.rollout.harnesses import HarnessAdapter, HarnessNotInstalledError, HarnessRun, get_harness
 from components.rollout.tasks import Task, TaskError, load_task
 
-__all__ = ["OUTCOME_FILE", "parse_rollout_id", "run_rollout", "verdict", "write_outcome"]
+__all__ = ["run_rollout", "verdict", "write_outcome"]
 
-OUTCOME_FILE = "outcome.json"
 MODEL_NAME = "openforge-policy"  # the proxy sends its own served model name upstream
 PROXY_WAIT_S = 60.0
 RETRY_BACKOFF_S = 2.0  # before retry k: RETRY_BACKOFF_S * 2**(k-1), then wait for the engine
 _MAX_ANSWER_CHARS = 16_000
-_ROLLOUT_ID = re.compile(r"^(?P<task_id>[a-z0-9][a-z0-9-]*)-s(?P<sample>\d+)$")
 # The harness and verifier hold no storage or tracking credentials.
 _SECRET_PREFIXES = ("AWS_", "MLFLOW_", "OPENFORGE_")
 # How a harness run ended, for the runner's next step.
 _ENDED, _FAILED, _STOPPED = "ended", "failed", "stopped"
-
-
-def parse_rollout_id(rollout_id: str) -> tuple[str, int]:
-    """``(task_id, sample_index)`` from ``<task_id>-s<sample_index>``."""
-    match = _ROLLOUT_ID.match(rollout_id)
-    if match is None:
-        raise ValueError(f"rollout id {rollout_id!r} is not <task_id>-s<sample_index> (e.g. write-hello-s0)")
-    return match["task_id"], int(match["sample"])
 
 
 def run_rollout(
@@ -206,10 +196,9 @@ class _Rollout:
         desktop: DesktopEnvironment | None = None,
     ) -> str:
         """Run the harness; how it ended (a failure is recorded in the outcome)."""
-        route = f"{self.proxy_url}/s/{self.record.rollout_id}" + (f"/a/{attempt}" if attempt else "")
         run = HarnessRun(
             rollout_id=self.record.rollout_id,
-            base_url=f"{route}/v1",
+            base_url=f"{session_route(self.proxy_url, self.record.rollout_id, attempt)}/v1",
             api_key=self.api_key,
             model=MODEL_NAME,
             prompt=gui.render_prompt(task.prompt) if gui else task.prompt,
@@ -335,12 +324,13 @@ class _Rollout:
         recorded, on_disk = self.record.extra.get("proxy_calls") or 0, len(calls or ())
         if on_disk < recorded:
             # Training on this rollout would use a trajectory that is not there: the
-            # harness's calls were recorded by a proxy that writes somewhere else.
+            # harness's calls were recorded by a proxy that writes somewhere else. The
+            # --trajectory flag and the proxy's --out are given separately (the manifest,
+            # or whoever runs the step by hand), so they can still disagree.
             self.record.reclassify(
                 RolloutStatus.INFRA_ERROR,
                 f"the proxy at {self.proxy_url} recorded {recorded} calls for this rollout but {self.trajectory} "
-                f"holds {on_disk}: that proxy writes to another folder (is its --out this trajectory's folder, "
-                "and is the port this pod's own?)",
+                f"holds {on_disk}: {self._misplaced_trajectory()}",
             )
         if calls is None:
             if "trajectory_error" in self.record.extra:
@@ -352,6 +342,13 @@ class _Rollout:
         self.record.num_calls = len(latest_attempt(calls, attempt))
         if attempt:
             self.record.extra["calls_all_attempts"] = len(calls)
+
+    def _misplaced_trajectory(self) -> str:
+        """Where the recorded calls went instead, as far as the runner can tell."""
+        expected = trajectory_file(self.record.rollout_id)
+        if self.trajectory.name != expected:
+            return f"the proxy names this rollout's file {expected} (--trajectory names {self.trajectory.name})"
+        return "that proxy writes to another folder (is its --out this trajectory's folder, and is the port this pod's own?)"
 
 
 def _prepare_dirs(task: Task, root: Path) -> tuple[Path, Path]:

@@ -1,13 +1,10 @@
 """Training: recorded calls + rewards -> veRL DataProto -> CPU GRPO update -> checkpoint.
 
-Exports load on first use, so importing the package (or ``openforge --help``) never
-imports torch or veRL.
+Exports load on first use (``components.core.lazy``), so importing the package (or
+``openforge --help``) never imports torch or veRL.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from components.core.lazy import lazy_exports
 
 __all__ = [
     "BatchError",
@@ -20,19 +17,16 @@ __all__ = [
     "train_iteration",
 ]
 
-_HOMES = {
-    "BatchError": "components.trainer.rows",
-    "TemperatureMismatchError": "components.trainer.rows",
-    "merge_calls": "components.trainer.rows",
-    "BatchStats": "components.trainer.batch",
-    "build_batch": "components.trainer.batch",
-    "build_batch_file": "components.trainer.build",
-    "cpu_update": "components.trainer.cpu_update",
-    "train_iteration": "components.trainer.step",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'components.trainer' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "BatchError": "components.trainer.rows:BatchError",
+        "TemperatureMismatchError": "components.trainer.rows:TemperatureMismatchError",
+        "merge_calls": "components.trainer.rows:merge_calls",
+        "BatchStats": "components.trainer.batch:BatchStats",
+        "build_batch": "components.trainer.batch:build_batch",
+        "build_batch_file": "components.trainer.build:build_batch_file",
+        "cpu_update": "components.trainer.cpu_update:cpu_update",
+        "train_iteration": "components.trainer.step:train_iteration",
+    },
+)

@@ -1,4 +1,4 @@
-"""Recorded calls plus rewards to a veRL ``DataProto`` (DESIGN.md, "From calls to a veRL batch").
+"""Recorded calls plus rewards to a veRL ``DataProto`` (docs/trainer.md, "The batch").
 
 The layout is the one veRL's own agent loop produces for multi-turn rollouts, so the
 GPU trainer can consume the same file: ``prompts`` left-padded, ``responses``

@@ -1,4 +1,4 @@
-"""``openforge step train`` and ``openforge batch build``: parse, validate, call one function."""
+"""``openforge batch build``: parse, validate, call one function."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
-batch_app = typer.Typer(help="Build and inspect veRL training batches.", no_args_is_help=True)
+from components.core.command_group import command_group
+
+batch_app = command_group("Build and inspect veRL training batches.")
 
 
 def _config(path: Path | None = None):  # -> ExperimentConfig, imported lazily
@@ -17,24 +19,6 @@ def _config(path: Path | None = None):  # -> ExperimentConfig, imported lazily
         return load_config(path) if path is not None else config_from_env()
     except ConfigError as exc:
         raise typer.BadParameter(str(exc)) from None
-
-
-def train_command(
-    iteration: Annotated[int, typer.Option(min=0, help="The iteration whose rollouts to train on (serves checkpoint K).")],
-) -> None:
-    """Build the batch, run the GRPO update on CPU and commit checkpoint K+1."""
-    from components.core.storage import open_store
-    from components.trainer.cpu_update import UpdateError
-    from components.trainer.rows import BatchError
-    from components.trainer.step import train_iteration
-
-    config = _config()
-    try:
-        metrics = train_iteration(config, iteration, open_store(config.storage.uri, config.storage.endpoint_url))
-    except (UpdateError, BatchError) as exc:  # a stop with its reasons and fix, not a crash: no traceback
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(", ".join(f"{name}={value:.4g}" for name, value in sorted(metrics.items())))
 
 
 @batch_app.command("build")

@@ -9,6 +9,7 @@ from typing import Iterable
 from pydantic import ValidationError
 
 from components.core.outcome import RewardRecord
+from components.core.rollout_identity import trajectory_file
 from components.core.storage import ArtifactStore, RunLayout
 from components.core.trajectory import RecordedCall, read_session, read_sessions
 from components.trainer.rows import BatchError
@@ -34,7 +35,7 @@ def store_trajectories(
         key = layout.trajectory(iteration, rollout_id)
         if not store.exists(key):
             raise BatchError(f"{store.root}/{key} is missing but rewards.json marks {rollout_id} usable; rescore")
-        path = scratch / f"{rollout_id}.jsonl"
+        path = scratch / trajectory_file(rollout_id)
         path.write_bytes(store.get_bytes(key))
         calls[rollout_id] = read_session(path)
     return calls

@@ -1,4 +1,4 @@
-"""Recorded calls to training rows: the prefix merge DESIGN.md describes.
+"""Recorded calls to training rows: the prefix merge docs/trainer.md describes ("The batch").
 
 An agent's calls usually re-send the whole conversation, so call n+1's prompt is call
 n's prompt plus its completion plus new context (tool output, the harness's next

@@ -19,8 +19,9 @@ if ! need podman || ! need debootstrap || ! need runc; then
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -qq podman debootstrap runc >/dev/null
 fi
 
-# The two settings podman needs on this kind of machine (shared/DESIGN.md): the default
-# ulimits exceed what the sandbox grants, and crun cannot start containers here.
+# The two settings podman needs on this kind of machine (docs/executor.md, "The `podman`
+# runtime"): the default ulimits exceed what the sandbox grants, and crun cannot start
+# containers here.
 CONF=/etc/containers/containers.conf
 if ! grep -qs '^runtime = "runc"' "$CONF"; then
   mkdir -p /etc/containers

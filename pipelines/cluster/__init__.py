@@ -7,19 +7,11 @@
     run = submit(config, server)                # the bounded run; submit(..., once=True): one iteration
     workflow_status(run.name, server).phase     # Pending, Running, Succeeded, Failed, Error
 
-docs/operations.md describes the cluster these talk to.
+docs/operations.md describes the cluster these talk to. Exports load on first use
+(``components.core.lazy``): ``openforge deploy --help`` need not load yaml and pydantic.
 """
 
-from pipelines.cluster._connection import ArgoServer, ClusterError, server_from_env
-from pipelines.cluster._operations import (
-    Deployed,
-    Submitted,
-    WorkflowStatus,
-    deploy,
-    one_iteration_workflow,
-    submit,
-    workflow_status,
-)
+from components.core.lazy import lazy_exports
 
 __all__ = [
     "ArgoServer",
@@ -33,3 +25,19 @@ __all__ = [
     "submit",
     "workflow_status",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "ArgoServer": "pipelines.cluster._connection:ArgoServer",
+        "ClusterError": "pipelines.cluster._connection:ClusterError",
+        "server_from_env": "pipelines.cluster._connection:server_from_env",
+        "Deployed": "pipelines.cluster._operations:Deployed",
+        "Submitted": "pipelines.cluster._operations:Submitted",
+        "WorkflowStatus": "pipelines.cluster._operations:WorkflowStatus",
+        "deploy": "pipelines.cluster._operations:deploy",
+        "one_iteration_workflow": "pipelines.cluster._operations:one_iteration_workflow",
+        "submit": "pipelines.cluster._operations:submit",
+        "workflow_status": "pipelines.cluster._operations:workflow_status",
+    },
+)

@@ -6,12 +6,7 @@ and runs each container as a local process (the `process` runtime), or the rollo
 with `podman kube play` (the `podman` runtime). docs/executor.md describes the mapping.
 """
 
-from pipelines.executor._context import ExecutorOptions, NodeResult
-from pipelines.executor._events import NodeEvent, NodePhase
-from pipelines.executor._execute import WorkflowFailed, WorkflowResult, execute_workflow
-from pipelines.executor._manifest import ManifestError
-from pipelines.executor._podman import PodmanOptions, podman_problem
-from pipelines.executor._warm import WarmStarts
+from components.core.lazy import lazy_exports
 
 __all__ = [
     "ExecutorOptions",
@@ -26,3 +21,21 @@ __all__ = [
     "execute_workflow",
     "podman_problem",
 ]
+
+# Loaded on first use: the run view needs only the events, and `openforge --help` none of it.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "ExecutorOptions": "pipelines.executor._context:ExecutorOptions",
+        "NodeResult": "pipelines.executor._context:NodeResult",
+        "NodeEvent": "pipelines.executor._events:NodeEvent",
+        "NodePhase": "pipelines.executor._events:NodePhase",
+        "WorkflowFailed": "pipelines.executor._execute:WorkflowFailed",
+        "WorkflowResult": "pipelines.executor._execute:WorkflowResult",
+        "execute_workflow": "pipelines.executor._execute:execute_workflow",
+        "ManifestError": "pipelines.executor._manifest:ManifestError",
+        "PodmanOptions": "pipelines.executor._podman:PodmanOptions",
+        "podman_problem": "pipelines.executor._podman:podman_problem",
+        "WarmStarts": "pipelines.executor._warm:WarmStarts",
+    },
+)

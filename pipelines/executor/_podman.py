@@ -14,6 +14,9 @@ non-root). What changes, and why (docs/executor.md has the whole list):
   podman-base`), with this checkout and its venv's site-packages mounted read-only at
   their own paths: the real images (images/) cannot be built without a registry, and
   copying a multi-GB venv into an image on every code change would cost minutes.
+  Whatever else a pod needs from this machine (the installed agent harnesses, which a
+  harness image carries on a cluster) the caller names in `PodmanOptions.mounts` and
+  `PodmanOptions.env`: the executor runs manifests and knows nothing of what they run.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 from components.core.services import ServiceError
-from components.rollout.harnesses import harness_home
 from pipelines.executor._sandbox import PodPlan
 from pipelines.executor._templating import map_manifest_text, unmark
 
@@ -40,7 +42,6 @@ LOCAL_IMAGE = "localhost/openforge/local:0.1.0"
 POD_LABEL = "openforge.dev/runtime"  # every pod this runtime starts carries it: `podman pod ps --filter label=...`
 _POLL_S = 0.2
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
-_HARNESS_HOME_ENV = "OPENFORGE_HARNESS_HOME"  # read by components.rollout.harnesses.harness_home
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ class PodmanOptions:
     templates: frozenset[str] = field(default_factory=lambda: frozenset({"rollout"}))
     """Names of the container templates that run as podman pods; every other runs as processes."""
     podman: str = "podman"
+    mounts: Mapping[str, Path] = field(default_factory=dict)
+    """Folders of this machine every container sees read-only at their own path, by volume name."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Variables every container gets besides its manifest's (e.g. where one of those mounts is)."""
 
     def runs(self, template: Mapping[str, Any]) -> bool:
         return template.get("name") in self.templates and not template.get("daemon")
@@ -157,7 +162,7 @@ def start_podman_pod(
 ) -> PodmanPod:
     """Write the pod's Kubernetes spec into its sandbox and start it with `podman kube play`."""
     name = "openforge-" + hashlib.sha1(str(plan.sandbox).encode()).hexdigest()[:16]
-    spec = pod_spec(name, plan, template, pod_security, options.image)
+    spec = pod_spec(name, plan, template, pod_security, options)
     path = plan.sandbox / "pod.yaml"
     path.write_text(json.dumps(spec, indent=1))  # JSON is YAML; kube play reads it as is
     _quiet([options.podman, "pod", "rm", "-f", name])  # a leftover of a killed run with this sandbox
@@ -170,19 +175,14 @@ def start_podman_pod(
 
 
 def pod_spec(
-    name: str, plan: PodPlan, template: dict[str, Any], pod_security: Mapping[str, Any], image: str
+    name: str, plan: PodPlan, template: dict[str, Any], pod_security: Mapping[str, Any], options: PodmanOptions
 ) -> dict[str, Any]:
     """The template's pod as a core/v1 Pod that podman runs on this machine (see the module doc)."""
     volumes = sorted({m["name"] for c in _containers(template) for m in c.get("volumeMounts") or []})
     site = Path(sysconfig.get_paths()["purelib"])
-    mounts = {"openforge-checkout": _PROJECT_ROOT, "openforge-site-packages": site}
+    mounts = {"openforge-checkout": _PROJECT_ROOT, "openforge-site-packages": site, **options.mounts}
     env = [{"name": "PYTHONPATH", "value": f"{_PROJECT_ROOT}{os.pathsep}{site}"}]
-    harnesses = harness_home()
-    if harnesses.is_dir():
-        # The installed agent harnesses (npm ones with their pinned Node), where the
-        # rollout step looks for them: a harness image carries them on a cluster.
-        mounts["openforge-harnesses"] = harnesses
-        env.append({"name": _HARNESS_HOME_ENV, "value": str(harnesses)})
+    env += [{"name": k, "value": v} for k, v in options.env.items()]
     for volume in volumes:
         # The containers run as a non-root user; the sandbox folders (the volume and the
         # folders made in it for artifacts, e.g. /work/out) are made by this one.
@@ -197,7 +197,7 @@ def pod_spec(
             "restartPolicy": "Never",
             "securityContext": {**pod_security, **(template.get("securityContext") or {})},
             "containers": [
-                _container(c, n, plan, image, env, mounts)
+                _container(c, n, plan, options.image, env, mounts)
                 for c, n in zip(_containers(template), ["main", *(s["name"] for s in template.get("sidecars") or [])])
             ],
             "volumes": [

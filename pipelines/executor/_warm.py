@@ -27,42 +27,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from components.core.services import openforge_argv
-from pipelines.executor._warm_server import OPENFORGE_ENTRY
 
-# What the steps, the proxy sidecar and the rollout runner import before or during their
-# work (found by listing the modules each warm container imported after its fork). A
-# module missing from a later version of a library is skipped by the server, not fatal.
-WARM_MODULES = (
-    "pipelines.cli",
-    "typer._click",  # typer builds its click commands lazily, on the first call
-    "typer._adapters",
-    "components.rollout.runner",
-    "components.proxy.serve",
-    "components.reward",
-    "components.engine.server",
-    "mlflow",
-    "mlflow.store.tracking.sqlalchemy_store",  # the sqlite tracking store: 3-8 s on its own
-    "alembic.command",  # MLflow checks the database's schema version on every connection
-    "matplotlib.figure",
-    "matplotlib.backends.backend_agg",
-    "torch",
-    "torch.profiler",
-    "transformers",
-    "transformers.models.qwen2.modeling_qwen2",
-    "components.trainer.step",
-    "verl.trainer.ppo.core_algos",
-    "verl.workers.config",
-)
 _SPAWN_TIMEOUT_S = 30.0
 _LOST_POLL_S = 0.1
 
 
 class WarmStarts:
-    """A warm-start server for one run; ``spawn`` forks containers from it once it is ready."""
+    """A warm-start server for one run; ``spawn`` forks containers from it once it is ready.
 
-    def __init__(
-        self, modules: Sequence[str] = WARM_MODULES, entry: str = OPENFORGE_ENTRY, log_path: Path | None = None
-    ) -> None:
+    It imports ``modules`` once, and each fork calls ``entry`` (``module:function``) with
+    the container's `openforge` arguments. Both come from the caller: the executor runs
+    manifests and never imports the CLI above it.
+    """
+
+    def __init__(self, modules: Sequence[str], entry: str, log_path: Path | None = None) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="openforge-warm-")
         self._socket = str(Path(self._dir.name) / "server.sock")
         self._prefix = openforge_argv()

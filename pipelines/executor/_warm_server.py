@@ -4,8 +4,9 @@
 
 It imports MODULE..., listens on the Unix socket SOCKET and prints ``ready``. Each
 connection sends one JSON line ``{"args", "cwd", "env", "log"}``; the server forks a
-child that calls ENTRY (``module:function``, default ``openforge``'s own) with ARGS and
-becomes what ``openforge ARGS`` would have been in a fresh interpreter (own
+child that calls ENTRY (``module:function``; whoever starts the server names it, since
+the executor never imports the CLI above it) with ARGS and becomes what ``openforge
+ARGS`` would have been in a fresh interpreter (own
 session, that cwd and environment, stdout and stderr to the log, stdin from /dev/null)
 and answers ``{"pid": N}``, then ``{"exit": CODE}`` when the child ends (negative: killed
 by that signal, as ``subprocess`` reports it). When its parent dies the server stops its
@@ -28,15 +29,6 @@ from collections.abc import Callable
 _PARENT_CHECK_S = 1.0
 _REQUEST_TIMEOUT_S = 5.0
 _CONTAINER_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGCHLD}
-
-
-OPENFORGE_ENTRY = "pipelines.executor._warm_server:run_openforge"
-
-
-def run_openforge(args: list[str]) -> None:
-    from pipelines.cli import app
-
-    app(args=args, prog_name="openforge")
 
 
 def main(path: str, entry: str, modules: list[str]) -> None:

@@ -1,8 +1,10 @@
 """Layer 1: Argo's published JSON schema, made strict, against each document's own kind.
 
 As published, the schema lets misspelled fields through (no ``additionalProperties``) and
-wrongly rejects integers where Kubernetes takes int-or-string; ``_make_strict`` fixes both
-(../shared/argo/README.md describes the measurements behind each change).
+wrongly rejects integers where Kubernetes takes int-or-string; ``_make_strict`` fixes both.
+The schema is vendored, unchanged, in ``schemas/`` (Argo Workflows v4.1.2's published
+``api/jsonschema/schema.json``); ``schemas/README.md`` says where it came from and the
+measurements behind each change.
 """
 
 from __future__ import annotations
@@ -33,9 +35,8 @@ class SchemaUnavailable(FileNotFoundError):
 
 
 def default_schema_path() -> Path:
-    """``../shared/argo/<schema>`` from the project root (present in CI, maybe not in a clone)."""
-    project_root = Path(__file__).resolve().parents[2]
-    return project_root.parent / "shared" / "argo" / SCHEMA_FILE
+    """The vendored schema, ``schemas/<SCHEMA_FILE>`` beside this module."""
+    return Path(__file__).resolve().parent / "schemas" / SCHEMA_FILE
 
 
 def _make_strict(schema: dict[str, Any]) -> dict[str, Any]:
@@ -56,8 +57,8 @@ def _make_strict(schema: dict[str, Any]) -> dict[str, Any]:
 def _validators(path: Path) -> dict[str, Draft202012Validator]:
     if not path.is_file():
         raise SchemaUnavailable(
-            f"Argo's JSON schema is not at {path}; it lives in ../shared/argo/ next to the project "
-            "(CI has it), or pass --schema PATH"
+            f"Argo's JSON schema is not at {path}; pass --schema PATH, or leave it out for the one "
+            f"the project ships ({default_schema_path()})"
         )
     strict = _make_strict(json.loads(path.read_text()))
     definitions = strict["definitions"]

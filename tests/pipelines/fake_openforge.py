@@ -72,7 +72,8 @@ def write_task(tasks_dir: Path, task_id: str, reward: float) -> None:
 
 
 def prepare(args: argparse.Namespace) -> None:
-    from pipelines.prepare import parse_iteration, prepare_step, write_outputs
+    from pipelines.prepare import parse_iteration, prepare_step
+    from pipelines.steps.prepare import write_outputs
 
     config, store, _ = _store()
     prepared = prepare_step(config, parse_iteration(args.iteration), store)

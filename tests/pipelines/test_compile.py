@@ -14,7 +14,8 @@ from tests.pipelines._manifests import PROJECT_ROOT, QUICKSTART, quickstart_conf
 from typer.testing import CliRunner
 
 from pipelines.cli import app
-from pipelines.compile import compile_config, dump_manifest, write_manifests
+from pipelines.compile import compile_config, write_manifests
+from pipelines.manifest_yaml import dump_manifest
 
 GOLDEN_DIR = PROJECT_ROOT / "argo" / "quickstart"
 REGEN = os.environ.get("OPENFORGE_REGEN_GOLDEN") == "1"

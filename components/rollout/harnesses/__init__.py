@@ -2,49 +2,15 @@
 
 ``get_harness(name)`` gives the adapter the experiment config's ``harness.name`` selects;
 versions are pinned in ``versions.py``; ``openforge harness install NAME`` installs one.
+Exports load on first use (``components.core.lazy``): ``openforge harness`` lives in this
+package and its ``--help`` should not load the experiment config's pydantic models.
 """
 
-from pathlib import Path
-
-from components.core.config import HarnessConfig
-from components.rollout.harnesses._install import (
-    HarnessInstallError,
-    HarnessNotInstalledError,
-    InstallResult,
-    harness_home,
-)
-from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun
-from components.rollout.harnesses.browser_use import BrowserUse
-from components.rollout.harnesses.claude_code import ClaudeCode
-from components.rollout.harnesses.codex import Codex
-from components.rollout.harnesses.cua_agent import CuaAgent
-from components.rollout.harnesses.mini_swe_agent import MiniSweAgent
-from components.rollout.harnesses.openclaw import OpenClaw
-from components.rollout.harnesses.reference import ReferenceHarness
-from components.rollout.harnesses.stagehand import Stagehand
-
-HARNESSES: dict[str, type[HarnessAdapter]] = {
-    cls.name: cls for cls in (ReferenceHarness, ClaudeCode, Codex, OpenClaw, MiniSweAgent, BrowserUse, Stagehand, CuaAgent)
-}
-
-
-def get_harness(name: str, home: Path | None = None, config: HarnessConfig | None = None) -> HarnessAdapter:
-    """The adapter for config ``harness.name``; ``home`` overrides where harnesses are installed,
-    ``config`` (the experiment's ``harness`` section) carries per-harness settings such as ``mode``."""
-    try:
-        adapter = HARNESSES[name]()
-    except KeyError:
-        known = ", ".join(HARNESSES)
-        raise ValueError(f"harness {name!r} has no adapter; use one of: {known}") from None
-    if home is not None:
-        adapter.home = home
-    if config is not None:
-        adapter.configure(config)
-    return adapter
-
+from components.core.lazy import lazy_exports
 
 __all__ = [
     "HARNESSES",
+    "HOME_ENV",
     "HarnessAdapter",
     "HarnessCommand",
     "HarnessInstallError",
@@ -54,3 +20,19 @@ __all__ = [
     "get_harness",
     "harness_home",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "HARNESSES": "components.rollout.harnesses._registry:HARNESSES",
+        "get_harness": "components.rollout.harnesses._registry:get_harness",
+        "HarnessAdapter": "components.rollout.harnesses.base:HarnessAdapter",
+        "HarnessCommand": "components.rollout.harnesses.base:HarnessCommand",
+        "HarnessRun": "components.rollout.harnesses.base:HarnessRun",
+        "HarnessInstallError": "components.rollout.harnesses._install:HarnessInstallError",
+        "HarnessNotInstalledError": "components.rollout.harnesses._install:HarnessNotInstalledError",
+        "InstallResult": "components.rollout.harnesses._install:InstallResult",
+        "HOME_ENV": "components.rollout.harnesses._install:HOME_ENV",
+        "harness_home": "components.rollout.harnesses._install:harness_home",
+    },
+)

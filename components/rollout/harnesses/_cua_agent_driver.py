@@ -7,7 +7,7 @@ what the agent ended with to ``settings["result_file"]``.
 
 cua-agent's loop runs until the model answers without a tool call; the model's own
 ``terminate`` and ``answer`` actions reach the computer as unknown actions and the loop
-goes on (shared/GUI.md). The driver therefore stops at the first of them. It sets no step
+goes on (docs/harnesses.md, "cua-agent"). The driver therefore stops at the first of them. It sets no step
 limit of its own: the runner counts the recorded calls and stops a runaway past
 ``harness.max_turns`` (status ``step_limit``). Exit 0 once the loop ended, 1 when it crashed.
 """

@@ -37,7 +37,8 @@ class BrowserUse(DriverHarness):
             "cdp_url": run.browser_cdp_url,
         }
         env = {
-            # shared/GUI.md: without these it reports telemetry and syncs runs to its cloud.
+            # docs/harnesses.md ("browser-use"): without these it reports telemetry and syncs
+            # runs to its cloud.
             "ANONYMIZED_TELEMETRY": "false",
             "BROWSER_USE_CLOUD_SYNC": "false",
             # Else every run asks the package registry for a newer release (refused by the sink).

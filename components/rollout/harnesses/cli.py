@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 
-harness_app = typer.Typer(help="Install the agent harnesses rollouts run (pinned versions).", no_args_is_help=True)
+from components.core.command_group import command_group
+
+harness_app = command_group("Install the agent harnesses rollouts run (pinned versions).")
 
 
 @harness_app.callback()

@@ -41,8 +41,8 @@ class CuaAgent(DriverHarness):
         env = {
             "DISPLAY": run.display,
             "XDG_SESSION_TYPE": "x11",
-            # shared/GUI.md: without these it reports telemetry (PostHog, OpenTelemetry) and
-            # litellm fetches its price list from outside at start-up.
+            # docs/harnesses.md ("cua-agent"): without these it reports telemetry (PostHog,
+            # OpenTelemetry) and litellm fetches its price list from outside at start-up.
             "CUA_TELEMETRY": "off",
             "CUA_TELEMETRY_ENABLED": "false",
             "DO_NOT_TRACK": "1",

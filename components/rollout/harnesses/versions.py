@@ -1,6 +1,6 @@
 """Every harness version OpenForge runs and tests against, pinned in this one place.
 
-Harnesses change what they send from one release to the next (HARNESSES.md records
+Harnesses change what they send from one release to the next (docs/harnesses.md records
 what each pinned release sends). Bumping a pin here is the whole upgrade: `openforge
 harness install NAME` sees the new pin and reinstalls; the end-to-end tests then say
 whether the new release still trains through the proxy.

@@ -18,7 +18,8 @@ def _tool(name: str, **params: str) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": properties}}}
 
 
-# The shell and file tools each real harness declares (HARNESSES.md), with a decoy beside them.
+# The shell and file tools each real harness declares (docs/harnesses.md, "The scripted engine
+# drives all of them"), with a decoy beside them.
 CLAUDE_CODE = [_tool("Read", file_path="string"), _tool("Write", file_path="string", content="string"),
                _tool("Bash", command="string", timeout="number")]  # fmt: skip
 CODEX = [_tool("write_stdin", session_id="number", chars="string"), _tool("exec_command", cmd="string", workdir="string")]

@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from components.core.config import ExperimentConfig
 from components.core.storage import LocalStore, RunLayout
-from components.reward.cli import score_command
 from components.reward.step import PlanError, score_iteration
 
 CONFIG_YAML = """
@@ -23,10 +22,10 @@ storage: {{uri: "file://{root}"}}
 
 def _openforge() -> typer.Typer:
     """``openforge step score`` mounted as the pipeline CLI mounts it."""
-    step = typer.Typer()
-    step.command("score")(score_command)
+    from pipelines.steps.cli import step_app
+
     app = typer.Typer()
-    app.add_typer(step, name="step")
+    app.add_typer(step_app, name="step")
     return app
 
 

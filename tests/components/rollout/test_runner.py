@@ -14,9 +14,10 @@ from tests.components.rollout._fake_openai import Turn, shell_call
 
 from components.core.config import CONFIG_ENV
 from components.core.outcome import Outcome, RolloutStatus
+from components.core.rollout_identity import OUTCOME_FILE
 from components.core.services import free_port
 from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun
-from components.rollout.runner import OUTCOME_FILE, run_rollout
+from components.rollout.runner import run_rollout
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "quickstart"
 
@@ -246,6 +247,27 @@ def test_calls_recorded_by_a_proxy_writing_elsewhere_are_an_infra_error(
     assert (tmp_path / "elsewhere" / "write-hello-s0.jsonl").exists()
 
 
+def test_a_trajectory_flag_naming_another_file_is_an_infra_error_naming_the_right_one(
+    fake_openai, rollout_config, tmp_path: Path
+) -> None:
+    # A hand-written manifest's --trajectory: right folder, wrong name for this rollout.
+    (tmp_path / "trajectories").mkdir()
+    fake = fake_openai([shell_call("printf hello > hello.txt"), Turn(content="done")], record_dir=tmp_path / "trajectories")
+
+    outcome = run_rollout(
+        rollout_config(),
+        iteration=0,
+        rollout_id="write-hello-s0",
+        task_dir=EXAMPLES / "write-hello",
+        proxy_url=fake.url,
+        trajectory=tmp_path / "trajectories" / "write-hello.jsonl",
+        out_dir=tmp_path / "out",
+    )
+
+    assert outcome.status is RolloutStatus.INFRA_ERROR and outcome.reward is None
+    assert "names this rollout's file write-hello-s0.jsonl (--trajectory names write-hello.jsonl)" in outcome.details
+
+
 def test_invalid_trajectory_is_noted(fake_openai, rollout_config, tmp_path: Path) -> None:
     fake = fake_openai([Turn(content="done")])
     (tmp_path / "trajectories").mkdir()
@@ -335,19 +357,16 @@ def test_rollout_command_without_config_records_infra_error(
 
 
 def _invoke_rollout(proxy_url: str, task_dir: Path, tmp_path: Path):
-    import typer
     from typer.testing import CliRunner
 
-    from components.rollout.cli import rollout_command
+    from pipelines.steps.cli import step_app
 
-    app = typer.Typer()
-    app.command()(rollout_command)
     args = [
-        "--iteration", "0", "--rollout-id", "write-hello-s2", "--task-dir", str(task_dir),
+        "rollout", "--iteration", "0", "--rollout-id", "write-hello-s2", "--task-dir", str(task_dir),
         "--proxy-url", proxy_url, "--trajectory", str(tmp_path / "trajectories" / "write-hello-s2.jsonl"),
         "--out", str(tmp_path / "out"),
     ]  # fmt: skip
-    return CliRunner().invoke(app, args)
+    return CliRunner().invoke(step_app, args)
 
 
 def _alive(pid: int) -> bool:

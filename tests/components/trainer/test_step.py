@@ -134,13 +134,11 @@ def test_train_command_trains_from_the_config_in_the_environment(run, tmp_path):
     import yaml
     from typer.testing import CliRunner
 
-    from components.trainer.cli import train_command
+    from pipelines.steps.cli import step_app
 
     config, store, layout = run
-    step = typer.Typer()
-    step.command("train")(train_command)
     app = typer.Typer()
-    app.add_typer(step, name="step")
+    app.add_typer(step_app, name="step")
 
     result = CliRunner().invoke(
         app,
@@ -190,20 +188,16 @@ def test_rows_all_too_long_name_the_limit_to_raise(run):
 
 
 def test_train_command_reports_a_stop_as_an_error_without_a_traceback(run):
-    import typer
     import yaml
     from typer.testing import CliRunner
 
-    from components.trainer.cli import train_command
+    from pipelines.steps.cli import step_app
 
     config, store, layout = run
     _equal_rewards(store, layout)
-    app = typer.Typer()
-    app.command("train")(train_command)
-    app.command("other")(lambda: None)  # two commands: typer keeps the subcommand name
 
     result = CliRunner().invoke(
-        app, ["train", "--iteration", "0"], env={"OPENFORGE_CONFIG_YAML": yaml.safe_dump(config.model_dump(mode="json"))}
+        step_app, ["train", "--iteration", "0"], env={"OPENFORGE_CONFIG_YAML": yaml.safe_dump(config.model_dump(mode="json"))}
     )
 
     assert result.exit_code == 1 and "error: iteration 0: the batch has no sampled token" in result.output

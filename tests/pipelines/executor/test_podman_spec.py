@@ -10,6 +10,7 @@ import pytest
 from pipelines.executor._podman import PodmanOptions, pod_spec, podman_problem
 from pipelines.executor._sandbox import PodPlan, plan_pod
 from pipelines.executor._templating import mark
+from pipelines.run import local_podman_options
 
 CONFIG = "storage:\n  uri: file:///work/runs\n"  # data: must reach the pod unchanged, /work and all
 
@@ -35,9 +36,9 @@ TEMPLATE = {
 }
 
 
-def _spec(tmp_path: Path) -> tuple[dict, PodPlan]:
+def _spec(tmp_path: Path, options: PodmanOptions = PodmanOptions(image="local:1")) -> tuple[dict, PodPlan]:
     plan = plan_pod(TEMPLATE, {}, tmp_path / "sandbox", tmp_path, {}, "test")
-    return pod_spec("openforge-test", plan, TEMPLATE, {"runAsUser": 1000, "runAsNonRoot": True}, "local:1"), plan
+    return pod_spec("openforge-test", plan, TEMPLATE, {"runAsUser": 1000, "runAsNonRoot": True}, options), plan
 
 
 def test_pod_keeps_the_templates_containers_users_and_container_paths(tmp_path: Path) -> None:
@@ -88,7 +89,7 @@ def test_installed_harnesses_are_mounted_where_the_rollout_step_looks(tmp_path: 
     home = tmp_path / "harnesses"
     home.mkdir()
     monkeypatch.setenv("OPENFORGE_HARNESS_HOME", str(home))
-    spec, _ = _spec(tmp_path)
+    spec, _ = _spec(tmp_path, local_podman_options())  # what `openforge run --runtime podman` hands the executor
     main = spec["spec"]["containers"][0]
     assert {"name": "OPENFORGE_HARNESS_HOME", "value": str(home)} in main["env"]
     assert {"name": "openforge-harnesses", "mountPath": str(home), "readOnly": True} in main["volumeMounts"]

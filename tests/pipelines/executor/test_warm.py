@@ -16,6 +16,7 @@ from components.core.services import openforge_argv
 from pipelines.executor._processes import ProcessRegistry
 from pipelines.executor._sandbox import ContainerRun
 from pipelines.executor._warm import WarmStarts
+from pipelines.warm_start import OPENFORGE_ENTRY
 
 PROBE = "tests.pipelines.executor.warm_probe:main"
 REPO = Path(__file__).resolve().parents[3]
@@ -104,7 +105,7 @@ def test_a_killed_run_takes_its_warm_containers_with_it(tmp_path: Path) -> None:
 
 
 def test_the_real_openforge_cli_runs_warm(tmp_path: Path) -> None:
-    with WarmStarts(modules=("pipelines.cli",)) as server:
+    with WarmStarts(modules=("pipelines.cli",), entry=OPENFORGE_ENTRY) as server:
         assert server.wait_ready(60)
         assert server.accepts(openforge_argv("--help"))
         code, out = _run(server, tmp_path, "step", "score", "--no-such-option")
