@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.config import ExperimentConfig
+from components.trainer.ray_placement import WORKERS_DEADLINE_S, check_placement, within_deadline
 from components.trainer.verl_config import trainer_verl_config
 from components.trainer.verl_export import export_checkpoint
 from components.trainer.verl_trainer import build_trainer
@@ -44,8 +45,10 @@ def verl_update(config: ExperimentConfig, data: Any, parent: Path, work: Path, i
     if started_ray:
         ray.init(runtime_env=get_ppo_ray_runtime_env(verl_config))
     try:
+        # veRL waits on its placement without a timeout: refuse what cannot be placed, bound the rest.
+        check_placement(config.trainer.n_gpus_per_node, config.trainer.nnodes)
         trainer = build_trainer(verl_config)
-        trainer.init_workers()
+        within_deadline(trainer.init_workers, WORKERS_DEADLINE_S, "starting veRL's workers")
         metrics = trainer.train_step(data)
         actor = trainer.save_actor(work / "actor")
     finally:
