@@ -7,6 +7,11 @@ Stages, each timed and recorded even when another fails:
    random Qwen2 of ~300M parameters made locally, on a recorded batch built by our
    batch builder from synthetic multi-turn calls. Tokens/s, step time, peak memory,
    loss before and after.
+
+Every stage trains on the same batch, and its rollout logprobs are the policy's own
+(``policy_logprobs``), as a real rollout's would be: made-up figures would drive the
+rollout-correction weights (exp(old - rollout)) far from 1 and make the reported loss
+say nothing.
 2. ``verl_trainer``: the real GPU step, ``verl_update``: Ray, veRL's FSDP actor worker,
    one update through ``RecordedBatchTrainer``, FSDP shards merged by veRL's model
    merger into a checkpoint.
@@ -90,7 +95,8 @@ def make_policy(out: Path, seed: int, shape: dict[str, Any]) -> Path:
 
 def recorded_batch(config: Any, *, tasks: int, prompt_tokens: int, turn_tokens: int, seed: int) -> Any:
     """Our batch builder on synthetic recorded calls: two turns per rollout (the second extends
-    the first with tool output), rewards alternating 1/0 within each task's group."""
+    the first with tool output), rewards alternating 1/0 within each task's group; the
+    logprobs are placeholders until ``policy_logprobs`` fills in the policy's own."""
     import random
 
     from components.core.outcome import RewardRecord, RolloutStatus
@@ -108,7 +114,7 @@ def recorded_batch(config: Any, *, tasks: int, prompt_tokens: int, turn_tokens: 
             calls[rollout] = [
                 RecordedCall(
                     session_id=rollout, call_index=i, api="chat.completions", request={}, prompt_token_ids=p,
-                    completion_token_ids=c, completion_logprobs=[-1.0] * len(c), sampling={"temperature": 1.0},
+                    completion_token_ids=c, completion_logprobs=[0.0] * len(c), sampling={"temperature": 1.0},
                     started_at=0.0, latency_ms=1.0, upstream_status=200,
                 )  # fmt: skip
                 for i, (p, c) in enumerate(turns)
@@ -121,6 +127,26 @@ def recorded_batch(config: Any, *, tasks: int, prompt_tokens: int, turn_tokens: 
             )
     data, _ = build_batch(calls, records, config.algorithm, pad_token_id=0, max_model_len=config.engine.max_model_len)
     return data
+
+
+def policy_logprobs(policy: Path, data: Any, micro_size: int) -> dict[str, float]:
+    """Replace ``data``'s rollout logprobs with the policy's own (fp32 weights, bf16 compute, as
+    the engine samples); returns what the correction weights then look like."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from components.trainer.cpu_update import response_log_probs
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = AutoModelForCausalLM.from_pretrained(policy, dtype=torch.float32).to(device)
+    batch = data.batch.to(device)
+    with torch.no_grad(), torch.autocast(device, dtype=torch.bfloat16):
+        own = [response_log_probs(model, micro, 1.0)[0].float() for micro in batch.split(micro_size)]
+    mask = data.batch["response_mask"].bool()
+    data.batch["rollout_log_probs"] = (torch.cat(own).cpu() * mask).to(data.batch["rollout_log_probs"].dtype)
+    del model
+    tokens = data.batch["rollout_log_probs"][mask]
+    return {"mean_rollout_log_prob": round(float(tokens.mean()), 4), "rollout_tokens": int(mask.sum())}
 
 
 def stage_update_loop(policy: Path, data: Any, config: Any, steps: int) -> dict[str, Any]:
@@ -146,9 +172,6 @@ def stage_update_loop(policy: Path, data: Any, config: Any, steps: int) -> dict[
                 for micro in batch.batch.split(micro_size)
             )
 
-    with torch.no_grad(), bf16():  # on-policy: the recorded logprobs are the model's own
-        own = [response_log_probs(model, micro, 1.0)[0].float() for micro in batch.batch.split(micro_size)]
-    batch.batch["rollout_log_probs"] = torch.cat(own) * batch.batch["response_mask"]
     before = loss()
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
@@ -277,6 +300,7 @@ def main() -> int:
     results["config"]["work"] = str(args.work)
     policy = make_policy(args.work / "policy-0", seed=0, shape=REHEARSAL_SHAPE if args.rehearse else MODEL_SHAPE)
     data = recorded_batch(config, tasks=args.tasks, prompt_tokens=args.prompt_tokens, turn_tokens=args.turn_tokens, seed=0)
+    results["batch"] = policy_logprobs(policy, data, config.algorithm.micro_batch_size)
     _run("update_loop", results, lambda: stage_update_loop(policy, data, config, args.steps))
     if "verl_trainer" not in args.skip:
         _run("verl_trainer", results, lambda: stage_verl_trainer(policy, data, config, args.work / "verl"))

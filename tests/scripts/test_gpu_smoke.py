@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,13 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _rehearsal_vocab() -> int:
+    spec = importlib.util.spec_from_file_location("gpu_smoke", REPO / "scripts" / "gpu_smoke.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.REHEARSAL_SHAPE["vocab_size"]
 
 
 def test_the_shell_entry_point_parses():
@@ -28,6 +37,8 @@ def test_rehearsal_runs_the_update_loop_stage_and_writes_its_figures(tmp_path):
     subprocess.run(argv, check=True, cwd=REPO, timeout=600, capture_output=True)
 
     figures = json.loads(out.read_text())
+    # The batch carries the policy's own logprobs: a random model is near uniform over its vocabulary.
+    assert abs(figures["batch"]["mean_rollout_log_prob"] + math.log(_rehearsal_vocab())) < 1.0
     stage = figures["update_loop"]
     assert stage["status"] == "ok", stage.get("trace")
     assert stage["rows"] == 4  # one row per rollout: each second call extends the first
