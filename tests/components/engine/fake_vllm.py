@@ -1,5 +1,12 @@
-"""A stand-in for the `vllm` CLI: parses `vllm serve`'s arguments and answers /health and
-/v1/models in vLLM's shapes (root = the model path as given, LoRA cards with a parent).
+"""A stand-in for ``python -m vllm.entrypoints.openai.api_server``, for what real vLLM cannot
+show here in seconds: an engine that dies while loading, one that serves another version,
+one that stops by itself, the exact argv and working directory the step used. It parses
+the server's arguments and answers /health and /v1/models in vLLM's shapes (root = the
+model path as given, LoRA cards with a parent); it generates nothing.
+
+Everything real vLLM can show runs against real vLLM (its CPU build, ``make vllm``):
+tests/components/engine/test_vllm_real.py. What neither shows here: GPU-only behaviour
+(tensor parallelism, bfloat16 kernels, gpu_memory_utilization as a share of GPU memory).
 
 Knobs (environment): FAKE_VLLM_ARGV_FILE (write argv and cwd there as JSON),
 FAKE_VLLM_EXIT_CODE (exit at once with it), FAKE_VLLM_EXIT_AFTER_S (serve, then exit 0),
@@ -33,13 +40,13 @@ def _cards(args: argparse.Namespace) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["serve"])
-    parser.add_argument("model")
+    parser.add_argument("-m", dest="module", required=True, choices=["vllm.entrypoints.openai.api_server"])
+    parser.add_argument("--model", required=True)
     parser.add_argument("--host")
     parser.add_argument("--port", type=int)
     parser.add_argument("--served-model-name")
     parser.add_argument("--max-model-len", type=int)
-    parser.add_argument("--lora-modules", action="append")
+    parser.add_argument("--lora-modules", nargs="+")
     args, _ = parser.parse_known_args()
     if os.environ.get("FAKE_VLLM_ARGV_FILE"):
         Path(os.environ["FAKE_VLLM_ARGV_FILE"]).write_text(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd()}))

@@ -1,8 +1,9 @@
 """The serve step on vLLM: its command line and environment, staging, and the readiness gate.
 
-vLLM cannot run here, so the command is checked as data and the step runs against
-``fake_vllm.py``, which parses the same arguments and answers in vLLM's shapes. The
-gate is also run against a real dev engine: both must pass or fail it alike.
+The command is checked as data, and the step's failure paths run against ``fake_vllm.py``
+(an engine that dies, serves another version, stops by itself: seconds, where a real vLLM
+start costs a minute or more). Real vLLM serving through the step is in test_vllm_real.py.
+The gate is also run against a real dev engine: both must pass or fail it alike.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from components.core.checkpoints import write_checkpoint_info
 from components.core.config import ExperimentConfig
 from components.core.services import free_port
 from components.engine.readiness import EngineNotReady, served_policy, wait_until_serving
-from components.engine.vllm_launch import StagedPolicy, vllm_serve_command
+from components.engine.vllm_launch import API_SERVER, StagedPolicy, vllm_serve_command
 from components.engine.vllm_serve import serve_vllm, stage_policy
 from components.proxy.upstream import parse_models
 
@@ -58,8 +59,8 @@ def lora_checkpoint(checkpoint) -> Path:
 
 @pytest.fixture
 def fake_vllm(tmp_path) -> str:
-    """An executable named like the vllm CLI that runs fake_vllm.py."""
-    path = tmp_path / "bin" / "vllm"
+    """An executable standing in for vLLM's python (``engine.vllm.python``) that runs fake_vllm.py."""
+    path = tmp_path / "bin" / "python"
     path.parent.mkdir()
     path.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_VLLM}" "$@"\n')
     path.chmod(0o755)
@@ -70,7 +71,8 @@ def test_full_mode_serves_the_version_folder_with_the_flags_recorded_training_ne
     launch = vllm_serve_command(_config(), StagedPolicy(tmp_path, "3", "3"), host="0.0.0.0", port=8000)
     argv = launch.argv
 
-    assert argv[:3] == ["vllm", "serve", "3"] and launch.cwd == tmp_path  # root "3" = the policy version
+    # root "3" = the policy version
+    assert argv[:5] == ["python3", "-m", API_SERVER, "--model", "3"] and launch.cwd == tmp_path
     assert _flag(argv, "--served-model-name") == "policy"
     assert _flag(argv, "--logprobs-mode") == "processed_logprobs"
     assert _flag(argv, "--generation-config") == "vllm"  # no sampling defaults from the checkpoint
@@ -79,6 +81,7 @@ def test_full_mode_serves_the_version_folder_with_the_flags_recorded_training_ne
     assert "--enable-auto-tool-choice" in argv and _flag(argv, "--tool-call-parser") == "hermes"
     assert "--enable-lora" not in argv and "--lora-modules" not in argv
     assert "--return-tokens-as-token-ids" not in argv  # token ids come from return_token_ids per request
+    assert "--kv-cache-memory-bytes" not in argv  # sized by gpu_memory_utilization unless set
     assert launch.env == {}
 
 
@@ -88,7 +91,7 @@ def test_lora_mode_serves_frozen_base_weights_and_the_adapter_under_the_policy_n
     launch = vllm_serve_command(_config(lora_rank=16, max_lora_rank=32), staged, host="0.0.0.0", port=8000)
     argv = launch.argv
 
-    assert argv[2] == "base" and _flag(argv, "--served-model-name") == "policy-base"
+    assert _flag(argv, "--model") == "base" and _flag(argv, "--served-model-name") == "policy-base"
     assert "--enable-lora" in argv and (_flag(argv, "--max-lora-rank"), _flag(argv, "--max-loras")) == ("32", "1")
     assert json.loads(_flag(argv, "--lora-modules")) == {"name": "policy", "path": "3", "base_model_name": "policy-base"}
     assert launch.env == {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"}
@@ -104,11 +107,33 @@ def test_lora_training_before_its_first_adapter_serves_the_base_as_the_policy(tm
 def test_extra_arguments_and_environment_come_last(tmp_path):
     config = _config(extra_args=["--max-num-seqs", "64"], env={"VLLM_LOGGING_LEVEL": "DEBUG"}, tool_call_parser=None)
 
-    launch = vllm_serve_command(config, StagedPolicy(tmp_path, "3", "3"), host="h", port=1, executable="/opt/vllm")
+    launch = vllm_serve_command(config, StagedPolicy(tmp_path, "3", "3"), host="h", port=1)
 
-    assert launch.argv[0] == "/opt/vllm" and launch.argv[-2:] == ["--max-num-seqs", "64"]
+    assert launch.argv[-2:] == ["--max-num-seqs", "64"]
     assert "--enable-auto-tool-choice" not in launch.argv
     assert launch.env == {"VLLM_LOGGING_LEVEL": "DEBUG"}
+
+
+def test_the_cpu_settings_size_the_kv_cache_in_bytes_and_keep_the_dtype(tmp_path):
+    config = _config(kv_cache_gib=1.5, dtype="float32", python="/opt/venv/bin/python")
+
+    argv = vllm_serve_command(config, StagedPolicy(tmp_path, "3", "3"), host="h", port=1).argv
+
+    assert argv[0] == "/opt/venv/bin/python"
+    assert (_flag(argv, "--kv-cache-memory-bytes"), _flag(argv, "--dtype")) == (str(3 * 2**29), "float32")
+
+
+def test_a_relative_python_is_found_from_where_the_step_starts_not_from_vllms_folder(tmp_path, monkeypatch):
+    venv = tmp_path / "repo" / ".venv-vllm" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)  # a venv's python is a link out of the venv
+    monkeypatch.chdir(tmp_path / "repo")
+
+    launch = vllm_serve_command(_config(python=".venv-vllm/bin/python"), StagedPolicy(tmp_path, "3", "3"), host="h", port=1)
+
+    # Absolute (vLLM runs in the staging folder) but not resolved: the link's target has no vLLM.
+    assert launch.argv[0] == str(venv / "python")
+    assert vllm_serve_command(_config(), StagedPolicy(tmp_path, "3", "3"), host="h", port=1).argv[0] == "python3"
 
 
 @pytest.mark.parametrize("args", [["--generation-config", "auto"], ["--logprobs-mode=raw_logprobs"]])
@@ -135,7 +160,8 @@ def test_staging_a_lora_checkpoint_splits_base_and_adapter(lora_checkpoint, tmp_
 def _serve(config, checkpoint, tmp_path, fake_vllm, monkeypatch, **env):
     for key, value in env.items():
         monkeypatch.setenv(key, value)
-    return serve_vllm(config, checkpoint, tmp_path / "work", host="127.0.0.1", port=free_port(), executable=fake_vllm)
+    config.engine.vllm.python = fake_vllm
+    return serve_vllm(config, checkpoint, tmp_path / "work", host="127.0.0.1", port=free_port())
 
 
 def test_serve_step_gates_on_the_version_then_stops_vllm_on_sigterm(checkpoint, tmp_path, fake_vllm, monkeypatch, capfd):
@@ -159,7 +185,7 @@ def test_serve_step_gates_on_the_version_then_stops_vllm_on_sigterm(checkpoint, 
 
     assert code == 0
     assert "vLLM serves policy version 3 as 'policy'" in capfd.readouterr().out
-    assert json.loads(record.read_text())["argv"][:2] == ["serve", "3"]
+    assert json.loads(record.read_text())["argv"][:4] == ["-m", API_SERVER, "--model", "3"]
     assert signal.getsignal(signal.SIGTERM) is original
 
 
@@ -180,8 +206,8 @@ def test_an_engine_that_dies_while_loading_fails_at_once_with_its_exit_code(chec
 
 
 def test_a_machine_without_vllm_gets_the_fix(checkpoint, tmp_path):
-    with pytest.raises(EngineNotReady, match="engine image"):
-        serve_vllm(_config(), checkpoint, tmp_path / "w", host="127.0.0.1", port=free_port(), executable="no-such-vllm")
+    with pytest.raises(EngineNotReady, match=r"'no-such-python' does not exist .* `make vllm`"):
+        serve_vllm(_config(python="no-such-python"), checkpoint, tmp_path / "w", host="127.0.0.1", port=free_port())
 
 
 def test_the_gate_and_the_proxy_read_the_dev_engine_like_vllm(checkpoint, tmp_path):
