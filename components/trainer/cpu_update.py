@@ -8,6 +8,10 @@ model forward and the loop are ours: veRL's FSDP engine needs GPUs and a process
 
 The data is on-policy, so the "old" log-probs are the ones the engine recorded
 (``rollout_log_probs``); ``train/kl`` therefore starts as the engine/trainer mismatch.
+The first epoch's forward passes run before any optimizer step, on the very weights the
+engine sampled from, so they also measure that mismatch directly:
+``train/logprob_gap_mean`` and ``train/logprob_gap_max`` are the mean and largest
+|recorded - recomputed| log-prob over the batch's sampled tokens (docs/trainer.md).
 """
 
 from __future__ import annotations
@@ -124,14 +128,29 @@ def _global_batch_info(response_mask: Any) -> dict[str, Any]:
     }
 
 
-def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: float, micros: list[dict]) -> dict[str, float]:
+def _logprob_gap(log_prob: Any, micro: dict[str, Any]) -> tuple[float, float]:
+    """(sum, max) of |recorded - recomputed| log-prob over the micro-batch's sampled tokens."""
+    import torch
+
+    with torch.no_grad():
+        gap = (log_prob.detach() - micro["rollout_log_probs"]).abs()[micro["response_mask"].to(torch.bool)]
+    return (float(gap.sum()), float(gap.max())) if gap.numel() else (0.0, 0.0)
+
+
+def _epoch(
+    model: Any, optimizer: Any, batch: Any, config: Any, temperature: float, micros: list[dict], first: bool
+) -> dict[str, float]:
     import torch
 
     optimizer.zero_grad(set_to_none=True)
     total_tokens = int(batch["response_mask"].sum())
     sums = {"loss": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0}
+    gap_sum, gap_max = 0.0, 0.0
     for micro in micros:
         log_prob, entropy = response_log_probs(model, micro, temperature)
+        if first:  # no step yet: these are the sampled weights' log-probs
+            micro_sum, micro_max = _logprob_gap(log_prob, micro)
+            gap_sum, gap_max = gap_sum + micro_sum, max(gap_max, micro_max)
         loss, metrics = policy_loss(log_prob, entropy, micro, config)
         loss.backward()
         sums["loss"] += float(loss.detach())  # already a share of the batch loss
@@ -145,7 +164,8 @@ def _epoch(model: Any, optimizer: Any, batch: Any, config: Any, temperature: flo
         optimizer.step()
     else:
         optimizer.zero_grad(set_to_none=True)  # veRL skips a step with a non-finite norm
-    return {**sums, "grad_norm": float(grad_norm)}
+    gap = {"logprob_gap_mean": gap_sum / total_tokens, "logprob_gap_max": gap_max} if first else {}
+    return {**sums, "grad_norm": float(grad_norm), **gap}
 
 
 def build_optimizer(model: Any, algorithm: AlgorithmConfig, state: dict | None = None) -> Any:
@@ -217,6 +237,8 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int, opt
         optimizer = build_optimizer(model, algorithm)
     model.train()
     micros = micro_batches(batch, algorithm.micro_batch_size, algorithm.micro_batch_tokens)
-    epochs = [_epoch(model, optimizer, batch, config, temperature, micros) for _ in range(algorithm.epochs)]
+    epochs = [_epoch(model, optimizer, batch, config, temperature, micros, first=i == 0) for i in range(algorithm.epochs)]
     model.eval()
-    return {f"train/{name}": sum(e[name] for e in epochs) / len(epochs) for name in epochs[0]}
+    averaged = {name: sum(e[name] for e in epochs) / len(epochs) for name in epochs[-1]}
+    gap = {name: value for name, value in epochs[0].items() if name.startswith("logprob_gap")}
+    return {f"train/{name}": value for name, value in {**averaged, **gap}.items()}

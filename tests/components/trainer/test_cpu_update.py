@@ -88,8 +88,26 @@ def test_one_update_decreases_the_loss(model, on_policy_batch, agg):
         after = float(_loss(model, on_policy_batch, algorithm))
     assert after < before
     assert metrics["train/loss"] == pytest.approx(before, abs=1e-6)
-    assert set(metrics) == {"train/loss", "train/kl", "train/clip_frac", "train/entropy", "train/grad_norm"}
+    assert set(metrics) == {
+        "train/loss", "train/kl", "train/clip_frac", "train/entropy", "train/grad_norm",
+        "train/logprob_gap_mean", "train/logprob_gap_max",
+    }  # fmt: skip
     assert abs(metrics["train/kl"]) < 1e-5  # on-policy: recorded and recomputed logprobs agree
+    assert metrics["train/logprob_gap_max"] < 1e-5
+
+
+def test_the_logprob_gap_is_the_recorded_minus_recomputed_log_prob_before_any_step(model, on_policy_batch):
+    # Two epochs: the gap must come from the first, before the weights moved.
+    algorithm = ALGORITHM.model_copy(update={"epochs": 2})
+    mask = on_policy_batch.batch["response_mask"].bool()
+    shift = torch.zeros_like(on_policy_batch.batch["rollout_log_probs"])
+    shift[mask] = torch.linspace(0.01, 0.3, int(mask.sum()))
+    on_policy_batch.batch["rollout_log_probs"] -= shift
+
+    metrics = cpu_update(model, on_policy_batch, algorithm, seed=0)
+
+    assert metrics["train/logprob_gap_max"] == pytest.approx(0.3, abs=1e-4)
+    assert metrics["train/logprob_gap_mean"] == pytest.approx(float(shift[mask].mean()), abs=1e-4)
 
 
 def test_update_is_deterministic(tiny_model_dir, on_policy_batch):
