@@ -121,7 +121,7 @@ def verl_cpu_config(world: int) -> ExperimentConfig:
     )
 
 
-def on_policy_batch(parent: Path, config: ExperimentConfig) -> Any:
+def build_on_policy_batch(parent: Path, config: ExperimentConfig) -> Any:
     """The two-turn group as a batch whose ``rollout_log_probs`` are the parent policy's own
     (float32, as the dev engine samples), so correction weights and the loss mean something."""
     import torch
@@ -167,7 +167,7 @@ def _verl_cpu_run(tmp_path_factory: pytest.TempPathFactory, world: int) -> VerlC
     work = tmp_path_factory.mktemp(f"verl-cpu-world{world}")
     parent = init_tiny_model(work / "v0", seed=2)
     config = verl_cpu_config(world)
-    batch = on_policy_batch(parent, config)
+    batch = build_on_policy_batch(parent, config)
     started = time.monotonic()
     with _workers_import_this_checkout():
         metrics, checkpoint = verl_update(config, batch, parent, work, {"policy_version": "1", "parent_version": "0"})
