@@ -1,7 +1,8 @@
 """The ``trainer`` section of the experiment config: where and how the policy update runs.
 
 ``backend: cpu`` is the embedded default (a transformers model on the CPU, veRL's loss);
-``backend: verl`` is veRL's own FSDP trainer on GPUs. Every veRL setting we do not name
+``backend: verl`` is veRL's own FSDP trainer on GPUs (or, with ``device: cpu``, the same
+workers on the CPU). Every veRL setting we do not name
 here stays reachable through ``overrides`` (Hydra syntax, applied last), and the one
 place that maps these fields to veRL's keys is ``components/trainer/verl_config.py``.
 """
@@ -59,6 +60,11 @@ class TrainerConfig(_Section):
     backend: Literal["cpu", "verl"] = Field(
         "cpu", description="`cpu`: the embedded CPU update; `verl`: veRL's FSDP trainer on GPUs."
     )
+    device: Literal["cuda", "cpu"] = Field(
+        "cuda",
+        description="Where veRL's workers run (backend verl): `cuda` GPUs, or `cpu`: the same workers on CPU over "
+        "gloo, one process per logical GPU (tests, CI; slow). docs/trainer.md, 'veRL's workers on CPU'.",
+    )
     n_gpus_per_node: int = Field(1, ge=1, description="GPUs per node of the train step (veRL world size).")
     nnodes: int = Field(1, ge=1, description="Nodes of the train step.")
     strategy: Literal["fsdp", "fsdp2"] = Field("fsdp2", description="veRL's FSDP engine version.")
@@ -88,6 +94,15 @@ class TrainerConfig(_Section):
     def _lora_needs_verl(self) -> "TrainerConfig":
         if self.lora.enabled and self.backend != "verl":
             raise ValueError("trainer.lora.rank > 0 needs trainer.backend 'verl' (the CPU update trains full weights)")
+        return self
+
+    @model_validator(mode="after")
+    def _cpu_device_is_verls(self) -> "TrainerConfig":
+        if self.device == "cpu" and self.backend != "verl":
+            raise ValueError(
+                "trainer.device 'cpu' places veRL's workers and needs trainer.backend 'verl'; "
+                "backend 'cpu' already runs on the CPU: remove trainer.device"
+            )
         return self
 
     @property

@@ -13,14 +13,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from components.core.trainer_config import TrainerConfig
 from components.trainer.cpu_update import UpdateError
 
 # veRL 0.9's ResourcePoolManager default; each worker's bundle asks this many logical CPUs.
 CPUS_PER_WORKER = 3
 # Starting the workers loads the model and builds FSDP: minutes on a large model, never hours.
 WORKERS_DEADLINE_S = 900.0
+# trainer.device cpu: the platform veRL's workers select, and the module that registers it.
+CPU_PLATFORM = "cpu"
+CPU_PLATFORM_MODULE = "components.trainer.verl_cpu_platform"
+CPU_WORKER_ENV = {
+    "VERL_USE_EXTERNAL_MODULES": CPU_PLATFORM_MODULE,  # veRL imports it in every process
+    "VERL_PLATFORM": CPU_PLATFORM,
+    # veRL's FSDP engine registers for cuda and npu only; on the cpu platform it runs as is.
+    "VERL_ENGINE_DEVICE": "cuda",
+}
 
 T = TypeVar("T")
 
@@ -43,6 +53,22 @@ def placement_shortfall(nodes: Sequence[Mapping[str, float]], gpus_per_node: int
         f"lower trainer.n_gpus_per_node or trainer.nnodes, or start Ray with more resources "
         f"(ray start --num-cpus {need_cpu} --num-gpus {gpus_per_node} on each node)"
     )
+
+
+def ray_init_options(trainer: TrainerConfig, runtime_env: Mapping[str, Any]) -> dict[str, Any]:
+    """``ray.init`` arguments for the train step's own Ray start (veRL's ``runtime_env`` as given).
+
+    On GPUs Ray counts the node's devices and CPUs itself. On ``trainer.device: cpu`` it
+    must advertise one logical GPU per worker (veRL's bundles ask for one) and
+    ``CPUS_PER_WORKER`` logical CPUs each, whatever the machine has (the work is not
+    split by logical CPUs; a 2-core machine runs two workers), and every worker gets the
+    CPU platform's variables.
+    """
+    if trainer.device == "cuda":
+        return {"runtime_env": dict(runtime_env)}
+    env_vars = {**runtime_env.get("env_vars", {}), **CPU_WORKER_ENV}
+    world = trainer.world_size
+    return {"num_gpus": world, "num_cpus": CPUS_PER_WORKER * world, "runtime_env": {**runtime_env, "env_vars": env_vars}}
 
 
 def check_placement(gpus_per_node: int, nnodes: int) -> None:

@@ -14,13 +14,14 @@ set and the user's value wins. The result goes through veRL's ``validate_config`
 | algorithm.loss_agg_mode | actor.loss_agg_mode |
 | algorithm.learning_rate | actor.optim.lr (constant schedule, no warm-up: one step per iteration) |
 | algorithm.epochs | actor.ppo_epochs |
-| algorithm.micro_batch_size | actor.ppo_micro_batch_size_per_gpu, rollout/ref.log_prob_micro_batch_size_per_gpu |
+| algorithm.micro_batch_size (at most; a divisor of the rows per rank) | actor.ppo_micro_batch_size_per_gpu, rollout/ref.log_prob_micro_batch_size_per_gpu |
 | algorithm.temperature | rollout.temperature (veRL scales logits by it when it recomputes log-probs) |
 | algorithm.max_prompt/response_tokens | data.max_prompt_length, data.max_response_length |
 | rollout.samples_per_task | rollout.n (the GRPO group size) |
 | trainer.rollout_correction.* | algorithm.rollout_correction.* (same names) |
 | trainer.lora | model.lora_rank, lora_alpha, target_modules |
 | trainer.n_gpus_per_node, nnodes, strategy | trainer.n_gpus_per_node, trainer.nnodes, actor.strategy |
+| trainer.device cpu | model.override_config.attn_implementation=sdpa (flash-attn is CUDA-only) |
 | the batch's row count | data.train_batch_size, actor.ppo_mini_batch_size (one update per iteration) |
 
 Everything else keeps veRL's default (AdamW, weight decay 0.01, grad clip 1.0, bf16
@@ -60,6 +61,17 @@ def _hydra_value(value: Any) -> str:
     return f"'{text}'"
 
 
+def micro_batch_rows(limit: int, rows_per_rank: int) -> int:
+    """Rows per forward/backward pass on one rank: the largest divisor of ``rows_per_rank``
+    that is at most ``limit`` (``algorithm.micro_batch_size``).
+
+    With fixed-size micro-batches veRL's FSDP engine asserts that each rank's rows divide
+    into whole micro-batches (``prepare_micro_batches``); a batch of 5 rows per rank and
+    micro-batches of 8 would stop the step. A prime row count runs one row at a time.
+    """
+    return max(d for d in range(1, min(limit, rows_per_rank) + 1) if rows_per_rank % d == 0)
+
+
 def verl_overrides(config: ExperimentConfig, *, model_path: str | Path, output_dir: str | Path, rows: int) -> list[str]:
     """Our settings as veRL Hydra overrides, before ``config.trainer.overrides``.
 
@@ -68,7 +80,7 @@ def verl_overrides(config: ExperimentConfig, *, model_path: str | Path, output_d
     """
     algorithm, trainer = config.algorithm, config.trainer
     correction = trainer.rollout_correction
-    micro = algorithm.micro_batch_size
+    micro = micro_batch_rows(algorithm.micro_batch_size, rows // trainer.world_size)
     max_prompt, max_response = algorithm.row_limits(config.engine.max_model_len)
     settings: dict[str, Any] = {
         "algorithm.adv_estimator": algorithm.name,
@@ -125,6 +137,10 @@ def verl_overrides(config: ExperimentConfig, *, model_path: str | Path, output_d
         "trainer.default_local_dir": str(output_dir),
         "trainer.use_v1": False,
     }
+    if trainer.device == "cpu":
+        # veRL's default attention is flash-attn, a CUDA kernel; SDPA runs everywhere (and
+        # with use_remove_padding, on the packed rows).
+        settings[f"++{_MODEL}.override_config.attn_implementation"] = "sdpa"
     return [f"{key}={_hydra_value(value)}" for key, value in settings.items()]
 
 

@@ -3,7 +3,8 @@
 Runs where ``trainer.backend`` is ``verl``: starts Ray (unless the process already
 joined a cluster), brings up the actor workers on ``trainer.n_gpus_per_node`` x
 ``trainer.nnodes`` GPUs, makes one update, saves the FSDP shards and merges them into
-checkpoint k+1 with veRL's model merger. The world size is fixed by the config, not by
+checkpoint k+1 with veRL's model merger. ``trainer.device: cpu`` runs the same workers on
+the CPU (``verl_cpu_platform``). The world size is fixed by the config, not by
 the batch: the batch is padded to it.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.config import ExperimentConfig
-from components.trainer.ray_placement import WORKERS_DEADLINE_S, check_placement, within_deadline
+from components.trainer.ray_placement import WORKERS_DEADLINE_S, check_placement, ray_init_options, within_deadline
 from components.trainer.verl_config import trainer_verl_config
 from components.trainer.verl_export import export_checkpoint
 from components.trainer.verl_trainer import build_trainer
@@ -43,7 +44,7 @@ def verl_update(config: ExperimentConfig, data: Any, parent: Path, work: Path, i
     verl_config = trainer_verl_config(config, model_path=parent, output_dir=work / "fsdp", rows=rows)
     started_ray = not ray.is_initialized()
     if started_ray:
-        ray.init(runtime_env=get_ppo_ray_runtime_env(verl_config))
+        ray.init(**ray_init_options(config.trainer, get_ppo_ray_runtime_env(verl_config)))
     try:
         # veRL waits on its placement without a timeout: refuse what cannot be placed, bound the rest.
         check_placement(config.trainer.n_gpus_per_node, config.trainer.nnodes)

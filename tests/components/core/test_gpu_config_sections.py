@@ -28,6 +28,18 @@ def test_hydra_add_and_delete_overrides_are_accepted():
     assert config.trainer.overrides == ["+trainer.foo=1", "~trainer.bar", "a.b=[1,2]"]
 
 
+def test_verls_workers_run_on_gpus_unless_the_config_says_cpu():
+    assert config_from_text(BASE).trainer.device == "cuda"
+    assert config_from_text(BASE + "trainer: {backend: verl, device: cpu}\n").trainer.device == "cpu"
+
+
+def test_the_cpu_device_without_verls_backend_is_refused_with_the_fix():
+    with pytest.raises(ConfigError, match="trainer.device 'cpu' places veRL's workers and needs trainer.backend 'verl'"):
+        config_from_text(BASE + "trainer: {device: cpu}\n")
+    with pytest.raises(ConfigError, match="device"):
+        config_from_text(BASE + "trainer: {backend: verl, device: tpu}\n")
+
+
 def test_lora_on_the_cpu_backend_is_refused():
     with pytest.raises(ConfigError, match="backend 'verl'"):
         config_from_text(BASE + "trainer: {lora: {rank: 8}}\n")

@@ -1,8 +1,11 @@
-"""A CPU stand-in for veRL's actor worker group: what the FSDP engine computes, on a tiny model.
+"""An in-process stand-in for veRL's actor worker group: what the FSDP engine computes, on a tiny model.
 
-veRL's workers need GPUs and a process group; these helpers reproduce their contract
-(packed inputs in, packed per-token log-probs out; the update through veRL's own
-``ppo_loss``) so the trainer's orchestration can run in a unit test.
+veRL's real workers run on CPU too (``trainer.device: cpu``, ``test_verl_workers_cpu.py``),
+but each run starts Ray and worker processes (over a minute on 2 cores), and what the
+trainer hands its workers is not visible from outside them. This stand-in reproduces
+their contract (packed inputs in, packed per-token log-probs out; the update through
+veRL's own ``ppo_loss``) in the test's process, where a test can count the calls and
+see the mini-batch sizes. Use it only for that; the update itself is the real run's.
 """
 
 from __future__ import annotations

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
+from components.core.config import ExperimentConfig
 from components.core.outcome import RewardRecord, RolloutStatus
 from components.core.trajectory import RecordedCall
 
@@ -55,15 +60,19 @@ def record() -> Callable[..., RewardRecord]:
     return _record
 
 
-@pytest.fixture
-def two_turn_group() -> tuple[dict[str, list[RecordedCall]], list[RewardRecord]]:
-    """Task t: s0 (reward 1) makes two calls, the second extending the first by a tool
-    output [20, 21]; s1 (reward 0) makes one call. Every token id is below VOCAB."""
+def _two_turn_group() -> tuple[dict[str, list[RecordedCall]], list[RewardRecord]]:
     calls = {
         "t-s0": [_call(0, [1, 2, 3], [4, 5]), _call(1, [1, 2, 3, 4, 5, 20, 21], [6, 7, 8])],
         "t-s1": [_call(0, [1, 2], [9, 10], session="t-s1")],
     }
     return calls, [_record("t-s0", 1.0), _record("t-s1", 0.0)]
+
+
+@pytest.fixture
+def two_turn_group() -> tuple[dict[str, list[RecordedCall]], list[RewardRecord]]:
+    """Task t: s0 (reward 1) makes two calls, the second extending the first by a tool
+    output [20, 21]; s1 (reward 0) makes one call. Every token id is below VOCAB."""
+    return _two_turn_group()
 
 
 @pytest.fixture(scope="session")
@@ -88,3 +97,97 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Qwen2ForCausalLM(config).save_pretrained(out)
     (out / "tokenizer.json").write_text('{"stand-in": true}\n')
     return out
+
+
+@dataclass(frozen=True)
+class VerlCpuRun:
+    """One ``verl_update`` with veRL's own workers on CPU (``trainer.device: cpu``)."""
+
+    world: int
+    parent: Path  # checkpoint k, the tiny model the batch's logprobs came from
+    checkpoint: Path  # checkpoint k+1, exported by veRL's model merger
+    batch: Any  # the recorded batch trained on (DataProto)
+    metrics: dict[str, float]
+    seconds: float
+
+
+def verl_cpu_config(world: int) -> ExperimentConfig:
+    # A learning rate that moves weights past bf16 rounding in one step, so the export shows it.
+    return ExperimentConfig(
+        name="verl-cpu",
+        tasks={"source": "t"},
+        algorithm={"learning_rate": 1e-3},
+        trainer={"backend": "verl", "device": "cpu", "n_gpus_per_node": world},
+    )
+
+
+def build_on_policy_batch(parent: Path, config: ExperimentConfig) -> Any:
+    """The two-turn group as a batch whose ``rollout_log_probs`` are the parent policy's own
+    (float32, as the dev engine samples), so correction weights and the loss mean something."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from components.trainer.batch import build_batch
+    from components.trainer.cpu_update import response_log_probs
+
+    calls, records = _two_turn_group()
+    data, _ = build_batch(calls, records, config.algorithm)
+    model = AutoModelForCausalLM.from_pretrained(parent, dtype=torch.float32).eval()
+    with torch.no_grad():
+        log_prob, _ = response_log_probs(model, data.batch, temperature=config.algorithm.temperature)
+    data.batch["rollout_log_probs"] = log_prob * data.batch["response_mask"]
+    return data
+
+
+@contextmanager
+def _workers_import_this_checkout() -> Iterator[None]:
+    # Ray's workers are fresh interpreters that inherit the driver's environment: put this
+    # checkout first on their path, so they run the code under test even where another
+    # copy of the project is installed.
+    root = str(Path(__file__).resolve().parents[3])
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([root, saved] if saved else [root])
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYTHONPATH")
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def _verl_cpu_run(tmp_path_factory: pytest.TempPathFactory, world: int) -> VerlCpuRun:
+    import ray
+
+    from components.engine.tiny_model import init_tiny_model
+    from components.trainer.verl_step import verl_update
+
+    if ray.is_initialized():
+        pytest.fail("Ray is already running in this process; verl_update must start its own for trainer.device cpu")
+    work = tmp_path_factory.mktemp(f"verl-cpu-world{world}")
+    parent = init_tiny_model(work / "v0", seed=2)
+    config = verl_cpu_config(world)
+    batch = build_on_policy_batch(parent, config)
+    started = time.monotonic()
+    with _workers_import_this_checkout():
+        metrics, checkpoint = verl_update(config, batch, parent, work, {"policy_version": "1", "parent_version": "0"})
+    return VerlCpuRun(world, parent, checkpoint, batch, metrics, time.monotonic() - started)
+
+
+@pytest.fixture(scope="session")
+def verl_cpu_run_world1(tmp_path_factory: pytest.TempPathFactory) -> VerlCpuRun:
+    """veRL's worker group for real on CPU, one worker: Ray, FSDP2 on gloo, save, merge, export."""
+    return _verl_cpu_run(tmp_path_factory, 1)
+
+
+@pytest.fixture(scope="session")
+def verl_cpu_run_world2(tmp_path_factory: pytest.TempPathFactory) -> VerlCpuRun:
+    """The same update with two workers (the batch's two rows split across them)."""
+    return _verl_cpu_run(tmp_path_factory, 2)
+
+
+@pytest.fixture(scope="session")
+def verl_cpu_checkpoint(verl_cpu_run_world1: VerlCpuRun) -> Path:
+    """Checkpoint 1 as veRL's workers on CPU exported it (bf16 safetensors, the parent's
+    tokenizer, ``openforge_checkpoint.json``): for any engine test that loads a trained checkpoint."""
+    return verl_cpu_run_world1.checkpoint

@@ -6,7 +6,16 @@ import time
 
 import pytest
 
-from components.trainer.ray_placement import RayPlacementError, placement_shortfall, within_deadline
+from components.core.trainer_config import TrainerConfig
+from components.trainer.ray_placement import (
+    CPU_WORKER_ENV,
+    RayPlacementError,
+    placement_shortfall,
+    ray_init_options,
+    within_deadline,
+)
+
+VERL_ENV = {"env_vars": {"TOKENIZERS_PARALLELISM": "true"}}
 
 
 def test_a_node_with_three_cpus_per_gpu_worker_places_them() -> None:
@@ -26,6 +35,21 @@ def test_too_few_cpus_per_worker_is_named_with_the_numbers_and_the_fix() -> None
 def test_no_gpu_or_too_few_nodes_is_refused() -> None:
     assert "Ray has 0 such node(s)" in placement_shortfall([{"CPU": 2.0}], gpus_per_node=1, nnodes=1)
     assert "Ray has 1 such node(s)" in placement_shortfall([{"GPU": 1, "CPU": 4}], gpus_per_node=1, nnodes=2)
+
+
+def test_on_gpus_ray_counts_the_node_itself() -> None:
+    assert ray_init_options(TrainerConfig(backend="verl", n_gpus_per_node=8), VERL_ENV) == {"runtime_env": VERL_ENV}
+
+
+def test_on_cpu_ray_advertises_a_logical_gpu_and_three_cpus_per_worker_and_every_worker_gets_the_platform() -> None:
+    options = ray_init_options(TrainerConfig(backend="verl", device="cpu", n_gpus_per_node=2), VERL_ENV)
+
+    assert (options["num_gpus"], options["num_cpus"]) == (2, 6)
+    assert options["runtime_env"]["env_vars"] == {"TOKENIZERS_PARALLELISM": "true", **CPU_WORKER_ENV}
+    assert CPU_WORKER_ENV["VERL_PLATFORM"] == "cpu" and CPU_WORKER_ENV["VERL_ENGINE_DEVICE"] == "cuda"
+    assert VERL_ENV == {"env_vars": {"TOKENIZERS_PARALLELISM": "true"}}  # veRL's runtime_env is not changed
+    # What Ray is started with is what the placement check then finds.
+    assert placement_shortfall([{"GPU": options["num_gpus"], "CPU": options["num_cpus"]}], 2, 1) is None
 
 
 def test_within_deadline_returns_the_result_and_raises_the_works_error() -> None:

@@ -12,6 +12,7 @@ from components.trainer.rows import TemperatureMismatchError
 from components.trainer.verl_config import (
     VerlConfigError,
     check_sampling_matches,
+    micro_batch_rows,
     trainer_verl_config,
     verl_overrides,
 )
@@ -110,6 +111,24 @@ def test_kl_coefficient_turns_on_the_kl_loss_and_the_reference_policy():
     assert composed.actor_rollout_ref.actor.use_kl_loss is True
     assert composed.actor_rollout_ref.actor.kl_loss_coef == 0.05
     assert need_reference_policy(composed)
+
+
+def test_micro_batches_divide_each_ranks_rows_and_stay_under_the_limit():
+    # veRL's FSDP engine asserts rows per rank % micro-batch rows == 0.
+    assert micro_batch_rows(8, 16) == 8
+    assert micro_batch_rows(8, 5) == 5  # fewer rows than the limit: one pass
+    assert micro_batch_rows(4, 6) == 3
+    assert micro_batch_rows(4, 7) == 1  # a prime count: one row at a time
+    composed = _compose(_config(algorithm={"micro_batch_size": 4}, trainer={"n_gpus_per_node": 2}), rows=12)
+    assert composed.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu == 3
+    assert composed.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu == 3
+
+
+def test_workers_on_cpu_use_sdpa_attention():
+    composed = _compose(_config(trainer={"device": "cpu"}))
+
+    assert composed.actor_rollout_ref.model.override_config.attn_implementation == "sdpa"  # flash-attn is CUDA-only
+    assert "attn_implementation" not in _compose(_config()).actor_rollout_ref.model.override_config
 
 
 def test_a_batch_that_does_not_divide_the_world_size_is_refused():

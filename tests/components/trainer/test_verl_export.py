@@ -1,4 +1,10 @@
-"""The GPU step's export: FSDP actor shards -> veRL's model merger -> a checkpoint the engines load."""
+"""The veRL step's export: FSDP actor shards -> veRL's model merger -> a checkpoint the engines load.
+
+Shards written by veRL's real workers (tokenizer and template kept, bf16, loads in the dev
+engine) are ``test_verl_workers_cpu.py``. The shards here are made by hand, for what that
+run cannot show: logits identical to a known model's (its weights move in the update)
+and a LoRA model's adapter.
+"""
 
 from __future__ import annotations
 
@@ -67,15 +73,6 @@ def test_exported_checkpoint_loads_in_the_dev_engine_with_identical_logits(train
 
     assert torch.equal(served, expected)
     assert policy_version_of(out) == "1"
-
-
-def test_export_keeps_the_parents_tokenizer_and_template_byte_for_byte(trained, parent):
-    _, out = trained
-
-    for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja"):
-        assert (out / name).read_bytes() == (parent / name).read_bytes(), name
-    assert json.loads((out / "config.json").read_text())["dtype"] == "bfloat16"
-    assert not (out / "lora_adapter").exists()
 
 
 def test_lora_shards_export_base_weights_and_a_loadable_adapter(parent, tmp_path):

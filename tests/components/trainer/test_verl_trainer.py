@@ -1,9 +1,10 @@
 """RecordedBatchTrainer: veRL's RayPPOTrainer stages on the recorded batch.
 
-On a CPU the actor worker group is the in-process stand-in (``_verl_worker``), so the
-trainer's own logic runs for real: veRL's ``_compute_old_log_prob``, rollout correction
-and ``_update_actor`` with one mini-batch of all rows. The same step with Ray and FSDP
-workers is the GPU test at the end.
+The default (decoupled) step with veRL's real workers, Ray and FSDP on CPU, is
+``test_verl_workers_cpu.py``. Here the worker group is the in-process stand-in
+(``_verl_worker``) for what that run cannot show cheaply: bypass mode skipping the
+old-log-prob pass (one more real run, minutes on 2 cores), and what the trainer hands its
+workers (one mini-batch of every row), which is not visible from outside them.
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ from __future__ import annotations
 import pytest
 import torch
 from tests.components.trainer._verl_worker import InProcessActor
+from tests.components.trainer.conftest import build_on_policy_batch
 
 from components.core.config import ExperimentConfig
 from components.trainer.batch import build_batch
-from components.trainer.cpu_update import response_log_probs
 from components.trainer.verl_config import trainer_verl_config
 from components.trainer.verl_trainer import build_trainer
 
@@ -43,13 +44,8 @@ def model(policy_dir):
 
 
 @pytest.fixture
-def on_policy_batch(two_turn_group, model):
-    calls, records = two_turn_group
-    data, _ = build_batch(calls, records, _config().algorithm)
-    with torch.no_grad():
-        log_prob, _ = response_log_probs(model, data.batch, temperature=1.0)
-    data.batch["rollout_log_probs"] = log_prob * data.batch["response_mask"]
-    return data
+def on_policy_batch(policy_dir):
+    return build_on_policy_batch(policy_dir, _config())
 
 
 def test_the_trainer_is_verls_ray_ppo_trainer_with_one_step_and_no_dataset(policy_dir, tmp_path):
@@ -63,18 +59,19 @@ def test_the_trainer_is_verls_ray_ppo_trainer_with_one_step_and_no_dataset(polic
     assert not trainer.use_critic and not trainer.use_reference_policy and not trainer.use_rm
 
 
-@pytest.mark.parametrize("bypass", [False, True], ids=["decoupled", "bypass"])
-def test_train_step_runs_verls_stages_as_one_update_of_all_rows(policy_dir, tmp_path, model, on_policy_batch, bypass):
-    trainer = _trainer(policy_dir, tmp_path, rollout_correction={"bypass_mode": bypass})
+def test_bypass_mode_trains_against_the_recorded_logprobs_in_one_update_of_all_rows(
+    policy_dir, tmp_path, model, on_policy_batch
+):
+    trainer = _trainer(policy_dir, tmp_path, rollout_correction={"bypass_mode": True})
     worker = InProcessActor(model, trainer.config)
     trainer.actor_rollout_wg, trainer.distillation_config, trainer.global_steps = worker, None, 1
 
     metrics = trainer.train_step(on_policy_batch)
 
     assert worker.mini_batch_sizes == [2]  # one optimizer step over every row
-    assert worker.log_prob_calls == (0 if bypass else 1)  # bypass trains against the recorded logprobs
+    assert worker.log_prob_calls == 0  # no old-log-prob pass: the recorded logprobs are the old policy
     assert metrics["actor/pg_loss"] == pytest.approx(worker.losses[0])
-    assert any(name.startswith("rollout_corr/") for name in metrics) is (not bypass)
+    assert not any(name.startswith("rollout_corr/") for name in metrics)  # no IS weights in bypass
     assert trainer.config.actor_rollout_ref.rollout.n == 4  # the group size is restored after the update
 
 
