@@ -7,6 +7,10 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
+# Two pytest workers, each taking whole files (module fixtures stay shared): the slow tests
+# are engines, harnesses and vLLM/veRL starts, so two of them overlap well even on 2 cores.
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 
 .PHONY: install vllm harnesses podman-base gui-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
 
@@ -85,7 +89,7 @@ vllm-background:
 test: system-background vllm-background $(INSTALLED) harnesses
 	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) OPENFORGE_GUI_PACKAGES_STATUS=$(GUI_STATUS) \
 		OPENFORGE_VLLM_STATUS=$(VLLM_STATUS) OPENFORGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
-		$(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS)
+		$(BIN)/python -m pytest --durations=15 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 run: $(INSTALLED)
 	$(BIN)/openforge run examples/quickstart.yaml
