@@ -15,6 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests._background_installs import background_install_problem
 from tests._servers import REPO
@@ -46,7 +47,7 @@ def vllm_python() -> tuple[str | None, str]:
     return str(VENV / "bin" / "python"), ""
 
 
-def vllm_test_config(python: str, *, lora_rank: int = 0, max_model_len: int = 32768) -> ExperimentConfig:
+def vllm_test_config(python: str, *, lora_rank: int = 0, max_model_len: int = 32768, **sections: Any) -> ExperimentConfig:
     """A config whose serve step runs the CPU build: float32 (the trainer's precision on CPU), a
     small KV cache, and ``--enforce-eager``, which skips inductor's compile (~100 s per start here)."""
     trainer = {"backend": "verl", "lora": {"rank": lora_rank}} if lora_rank else {}
@@ -62,6 +63,7 @@ def vllm_test_config(python: str, *, lora_rank: int = 0, max_model_len: int = 32
         tasks={"source": "t"},
         engine={"kind": "vllm", "max_model_len": max_model_len, "startup_timeout_s": STARTUP_TIMEOUT_S, "vllm": vllm},
         trainer=trainer,
+        **sections,
     )
 
 
