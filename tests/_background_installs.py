@@ -1,6 +1,6 @@
 """Waiting for what `make test` installs in the background (Makefile: system-background).
 
-apt packages and the podman image install while pip runs; `make test` names each job's
+apt packages, the podman image and vLLM's CPU build (``make vllm``) install while pip runs; `make test` names each job's
 status file in an environment variable, and the tests that need the job wait here for
 it, then skip, saying why, only where it failed.
 """

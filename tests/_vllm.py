@@ -15,11 +15,12 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests._background_installs import background_install_problem
 from tests._servers import REPO
 
-from components.core.config import ExperimentConfig
+from components.core.config import ExperimentConfig, load_config
 from components.core.services import Service, free_port, start_service
 from components.engine.readiness import wait_until_serving
 from components.engine.vllm_launch import vllm_serve_command
@@ -28,6 +29,7 @@ from components.engine.vllm_serve import stage_policy
 STATUS_ENV = "OPENFORGE_VLLM_STATUS"
 PYTHON_ENV = "OPENFORGE_VLLM_PYTHON"
 VENV = REPO / ".venv-vllm"
+EXAMPLE = REPO / "examples" / "vllm.yaml"  # the CPU settings, one home
 STARTUP_TIMEOUT_S = 900.0  # minutes on a busy 2-core machine: imports alone take one
 _STOP_TIMEOUT_S = 30.0
 
@@ -46,22 +48,17 @@ def vllm_python() -> tuple[str | None, str]:
     return str(VENV / "bin" / "python"), ""
 
 
-def vllm_test_config(python: str, *, lora_rank: int = 0, max_model_len: int = 32768) -> ExperimentConfig:
-    """A config whose serve step runs the CPU build: float32 (the trainer's precision on CPU), a
-    small KV cache, and ``--enforce-eager``, which skips inductor's compile (~100 s per start here)."""
+def vllm_test_config(python: str, *, lora_rank: int = 0, max_model_len: int = 32768, **sections: Any) -> ExperimentConfig:
+    """A config whose serve step runs the CPU build with ``examples/vllm.yaml``'s settings (float32,
+    eager, chunked prefill off: docs/engine.md), this machine's vLLM python and a smaller KV cache."""
     trainer = {"backend": "verl", "lora": {"rank": lora_rank}} if lora_rank else {}
-    vllm = {
-        "python": python,
-        "dtype": "float32",
-        "kv_cache_gib": 0.5,
-        "extra_args": ["--enforce-eager"],
-        "env": {"VLLM_HOST_IP": "127.0.0.1"},  # its processes talk over loopback too
-    }
+    vllm = {**load_config(EXAMPLE).engine.vllm.model_dump(), "python": python, "kv_cache_gib": 0.5}
     return ExperimentConfig(
         name="vllm-test",
         tasks={"source": "t"},
         engine={"kind": "vllm", "max_model_len": max_model_len, "startup_timeout_s": STARTUP_TIMEOUT_S, "vllm": vllm},
         trainer=trainer,
+        **sections,
     )
 
 

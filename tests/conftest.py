@@ -7,17 +7,19 @@ import shutil
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests._gui_packages import chromium_ready, desktop_ready  # noqa: F401  (fixtures for every test)
 from tests._servers import EngineServer, start_dev_engine
-from tests._vllm import VllmServer, start_vllm, vllm_python, vllm_test_config
 
 from components.core.checkpoints import write_checkpoint_info
 from components.core.services import free_port
 from components.core.storage import ArtifactStore, open_store
 from components.engine import init_tiny_model
+
+if TYPE_CHECKING:
+    from tests._vllm import VllmServer
 
 BUCKET = "openforge-test"
 VLLM_POLICY_VERSION = "1"  # the version the session's vLLM serves (root of /v1/models)
@@ -84,6 +86,8 @@ def make_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[...
     """Factory: ``make_vllm(checkpoint, lora_rank=0)`` starts one more real vLLM (CPU build) on a
     committed checkpoint, as the serve step would; skips, saying why, where vLLM is not installed.
     Each start costs a minute or more: use ``vllm_engine`` unless a test needs its own."""
+    from tests._vllm import start_vllm, vllm_python, vllm_test_config  # config and launch modules: loaded when used
+
     python, why = vllm_python()
     if python is None:
         pytest.skip(why)

@@ -40,7 +40,7 @@ class ModelConfig(_Section):
 
 
 class EngineConfig(_Section):
-    kind: Literal["dev", "vllm"] = Field("dev", description="`dev`: CPU dev engine; `vllm`: vllm serve (GPU).")
+    kind: Literal["dev", "vllm"] = Field("dev", description="`dev`: CPU dev engine; `vllm`: vLLM (GPU, or its CPU build: `make vllm`, docs/engine.md).")
     max_model_len: int = Field(32768, gt=0, description="Longest prompt + completion the engine accepts.")
     startup_timeout_s: float = Field(120.0, gt=0, description="How long to wait for the engine to be healthy.")
     dev_unconstrained_json: bool = Field(

@@ -32,18 +32,19 @@ def client(dev_engine: EngineServer) -> Any:
 
 
 @pytest.fixture(scope="session")
-def rescore(tiny_model_dir: Path) -> Callable[[list[int], list[int]], list[float]]:
-    """``rescore(prompt_ids, completion_ids)``: the completion's logprobs from one plain
-    forward pass over prompt + completion, independent of the engine's KV-cached loop."""
+def rescore(tiny_model_dir: Path) -> Callable[..., list[float]]:
+    """``rescore(prompt_ids, completion_ids, temperature=1.0)``: the completion's logprobs from one
+    plain forward pass over prompt + completion, independent of the engine's KV-cached loop;
+    log-softmax(logits / temperature), what vLLM's processed logprobs are."""
     import torch
     from transformers import AutoModelForCausalLM
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
 
-    def score(prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
+    def score(prompt_ids: list[int], completion_ids: list[int], temperature: float = 1.0) -> list[float]:
         with torch.inference_mode():
             logits = model(input_ids=torch.tensor([prompt_ids + completion_ids])).logits[0].float()
-        logprobs = torch.log_softmax(logits, dim=-1)
+        logprobs = torch.log_softmax(logits / temperature, dim=-1)
         start = len(prompt_ids) - 1
         return [float(logprobs[start + i, token]) for i, token in enumerate(completion_ids)]
 

@@ -5,8 +5,9 @@ the server's arguments and answers /health and /v1/models in vLLM's shapes (root
 model path as given, LoRA cards with a parent); it generates nothing.
 
 Everything real vLLM can show runs against real vLLM (its CPU build, ``make vllm``):
-tests/components/engine/test_vllm_real.py. What neither shows here: GPU-only behaviour
-(tensor parallelism, bfloat16 kernels, gpu_memory_utilization as a share of GPU memory).
+tests/components/engine/test_vllm_real.py and test_vllm_real_serve.py. What neither shows
+here: GPU-only behaviour (tensor parallelism, bfloat16 kernels, gpu_memory_utilization as
+a share of GPU memory).
 
 Knobs (environment): FAKE_VLLM_ARGV_FILE (write argv and cwd there as JSON),
 FAKE_VLLM_EXIT_CODE (exit at once with it), FAKE_VLLM_EXIT_AFTER_S (serve, then exit 0),
