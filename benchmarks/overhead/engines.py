@@ -44,11 +44,15 @@ LONG_COLD = "~4k-token prompt, cold"
 LONG_CACHED = "same prompt, next turn (prefix cached)"
 SHAPES = (SHORT, LONG_COLD, LONG_CACHED)
 # vLLM's CPU build as the tests and the CPU example run it: float32 (the trainer's precision on
-# CPU), a small KV cache in host memory, and no inductor compile (~100 s per start here).
+# CPU), a small KV cache in host memory, and no inductor compile (~100 s per start here). Plus
+# prefill in one piece: vLLM 0.32's CPU build splits a prompt over 2048 tokens into chunks, and
+# a chunked request with a seed (the proxy sends one on every training call) kills its worker
+# ("CPU Generator does not use offset"), so the 4k-token calls need chunking off.
+MAX_MODEL_LEN = 32768
 CPU_VLLM_SETTINGS: dict[str, Any] = {
     "dtype": "float32",
     "kv_cache_gib": 0.5,
-    "extra_args": ["--enforce-eager"],
+    "extra_args": ["--enforce-eager", "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(MAX_MODEL_LEN)],
     "env": {"VLLM_HOST_IP": "127.0.0.1"},
 }
 _SHORT_PROMPT = "Name three colours and say which one you like best."
@@ -102,7 +106,7 @@ def vllm_python(repo: Path) -> tuple[Path | None, str]:
 
 def vllm_config(python: Path) -> ExperimentConfig:
     vllm = {"python": str(python), **CPU_VLLM_SETTINGS}
-    engine = {"kind": "vllm", "startup_timeout_s": STARTUP_TIMEOUT_S, "vllm": vllm}
+    engine = {"kind": "vllm", "max_model_len": MAX_MODEL_LEN, "startup_timeout_s": STARTUP_TIMEOUT_S, "vllm": vllm}
     return ExperimentConfig(name="bench-engines", tasks={"source": "unused"}, engine=engine)
 
 
@@ -246,7 +250,8 @@ def subsection_markdown(comparison: EngineComparison) -> str:
     engines = (
         f"vLLM {c.vllm_version} (CPU build, `make vllm`) started as the serve step starts it "
         f"(`components/engine/vllm_launch.py`), dtype {settings['dtype']}, a {settings['kv_cache_gib']} GiB KV cache, "
-        f"`{' '.join(settings['extra_args'])}`"
+        f"`{' '.join(settings['extra_args'])}` (a prompt over 2048 tokens is otherwise prefilled in chunks, and "
+        "vLLM 0.32's CPU build kills its worker on a chunked request with a seed, which every training call has)"
         if c.vllm is not None
         else f"**vLLM not measured**: {c.skipped}"
     )
