@@ -14,8 +14,8 @@ quickstart at each rollout concurrency of ``SWEEP`` for rollouts per minute, and
 start-up cost of each kind of process and the cold start of `openforge --help`, measured
 apart, and the dev engine against vLLM's CPU build on the tiny model (``overhead/engines.py``;
 skipped, saying so, without `make vllm`). Rewrites the "Pipeline overhead" section of
-docs/benchmarks.md (``--cli-start``, ``--engines``: that part's subsection alone). Exits 1 when the overhead target is missed (``--cli-start``:
-the `--help` target).
+docs/benchmarks.md (``--cli-start``, ``--engines``: that part's subsection alone). Exits 1
+when the overhead target is missed (``--cli-start``: the `--help` target).
 """
 
 from __future__ import annotations
