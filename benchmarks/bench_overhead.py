@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/bench_overhead.py               # the `bench-overhead` make target
     .venv/bin/python benchmarks/bench_overhead.py --no-doc      # same runs, docs untouched
     .venv/bin/python benchmarks/bench_overhead.py --cli-start   # only the cold `openforge --help` (seconds)
+    .venv/bin/python benchmarks/bench_overhead.py --engines     # only the dev engine vs vLLM's CPU build (minutes)
 
 Runs examples/quickstart.yaml (all its iterations) through ``run_experiment`` into a fresh
 store under .bench/overhead/, timing it from outside: the executor's node events, the
@@ -11,9 +12,10 @@ re-run on the stored batch. Each iteration's wall time is split into model, harn
 overhead (``overhead/breakdown.py`` defines the split). Then one iteration of the
 quickstart at each rollout concurrency of ``SWEEP`` for rollouts per minute, and the
 start-up cost of each kind of process and the cold start of `openforge --help`, measured
-apart. Rewrites the "Pipeline overhead" section of docs/benchmarks.md (``--cli-start``: its
-`openforge --help` part alone). Exits 1 when the overhead target is missed (``--cli-start``:
-the `--help` target).
+apart, and the dev engine against vLLM's CPU build on the tiny model (``overhead/engines.py``;
+skipped, saying so, without `make vllm`). Rewrites the "Pipeline overhead" section of
+docs/benchmarks.md (``--cli-start``, ``--engines``: that part's subsection alone). Exits 1
+when the overhead target is missed (``--cli-start``: the `--help` target).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section, write_subsection
-from benchmarks.overhead import cli_start, report
+from benchmarks.overhead import cli_start, engines, report
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
 from benchmarks.pipeline_runs import bench_config, run_fresh
@@ -123,10 +125,13 @@ def run(workdir: Path, doc: bool) -> int:
     warm_s = warm_start_seconds()
     cold_help = measure_cli_start(COMMAND)
     load_after = os.getloadavg()
+    _log("the dev engine and vLLM's CPU build, side by side")
+    engine_comparison = measure_engines(COMMAND, workdir)
 
     print("\n".join(report.terminal_lines(quickstart, sweep, startup)))
     print(f"warm start of an openforge container (fork, `--help`, exit): {warm_s:.3f} s")
     print(cli_start.terminal_line(cold_help))
+    print("\n".join(engines.terminal_lines(engine_comparison)))
     if doc:
         info = report.RunInfo(
             command=COMMAND, date=date, machine=machine_summary(),
@@ -148,6 +153,7 @@ def run(workdir: Path, doc: bool) -> int:
         )
         section = report.section_markdown(info, quickstart, sweep, startup, quickstart_text, sweep_text, cold_help)
         write_section(report.SECTION, section)
+        write_subsection(report.SECTION, engines.SUBSECTION, engines.subsection_markdown(engine_comparison))
         _log(f"wrote the {report.SECTION!r} section of {DOC}")
     return 0 if report.target_met(quickstart) else 1
 
@@ -169,13 +175,33 @@ def run_cli_start(doc: bool) -> int:
     return 0 if cli_start.target_met(measured) else 1
 
 
+def measure_engines(command: str, workdir: Path) -> engines.EngineComparison:
+    """The engines side by side, with what the doc says about when and where they ran."""
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
+    dev, vllm, version, skipped = engines.measure(REPO, workdir / "engines")
+    return engines.EngineComparison(command, date, commit, machine_summary(), load_before, os.getloadavg(), dev, vllm, version, skipped)
+
+
+def run_engines(workdir: Path, doc: bool) -> int:
+    """Only the dev engine against vLLM's CPU build: minutes (vLLM's start), not the whole benchmark."""
+    measured = measure_engines(f"{COMMAND} --engines", workdir)
+    print("\n".join(engines.terminal_lines(measured)))
+    if doc:
+        write_subsection(report.SECTION, engines.SUBSECTION, engines.subsection_markdown(measured))
+        _log(f"wrote {engines.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "overhead",
                         help="stores, MLflow databases and executor folders; emptied first (default: .bench/overhead)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     parser.add_argument("--cli-start", action="store_true", help="measure only the cold start of `openforge --help`")
+    parser.add_argument("--engines", action="store_true", help="measure only the dev engine against vLLM's CPU build")
     args = parser.parse_args()
+    if args.engines:
+        sys.exit(run_engines(args.workdir.resolve(), doc=not args.no_doc))
     if args.cli_start:
         sys.exit(run_cli_start(doc=not args.no_doc))
     sys.exit(run(args.workdir.resolve(), doc=not args.no_doc))
