@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from components.core.checkpoints import write_checkpoint_info
-from components.core.config import ExperimentConfig
+from components.core.config import ExperimentConfig, load_config
 from components.core.services import Service, free_port, openforge_argv, start_service
 from components.engine.readiness import wait_until_serving
 from components.engine.vllm_launch import vllm_serve_command
@@ -43,17 +43,14 @@ SHORT = "short prompt"
 LONG_COLD = "~4k-token prompt, cold"
 LONG_CACHED = "same prompt, next turn (prefix cached)"
 SHAPES = (SHORT, LONG_COLD, LONG_CACHED)
-# vLLM's CPU build as the tests and the CPU example run it: float32 (the trainer's precision on
-# CPU), a small KV cache in host memory, and no inductor compile (~100 s per start here). Plus
-# prefill in one piece: vLLM 0.32's CPU build splits a prompt over 2048 tokens into chunks, and
-# a chunked request with a seed (the proxy sends one on every training call) kills its worker
-# ("CPU Generator does not use offset"), so the 4k-token calls need chunking off.
+# vLLM's CPU build as the CPU example (examples/vllm.yaml, the one home of these settings) and
+# the tests run it: float32, no inductor compile, chunked prefill off (a seeded prompt longer
+# than one chunk kills vLLM 0.32's CPU worker: docs/engine.md), a small KV cache.
+CPU_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vllm.yaml"
 MAX_MODEL_LEN = 32768
 CPU_VLLM_SETTINGS: dict[str, Any] = {
-    "dtype": "float32",
+    **load_config(CPU_EXAMPLE).engine.vllm.model_dump(include={"dtype", "extra_args", "env"}),
     "kv_cache_gib": 0.5,
-    "extra_args": ["--enforce-eager", "--no-enable-chunked-prefill", "--max-num-batched-tokens", str(MAX_MODEL_LEN)],
-    "env": {"VLLM_HOST_IP": "127.0.0.1"},
 }
 _SHORT_PROMPT = "Name three colours and say which one you like best."
 _NEXT_TURN = "Now say it again in fewer words."
