@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests._background_installs import background_install_problem
-from tests._servers import REPO
+from tests._servers import REPO, EngineServer
 
 from components.core.config import ExperimentConfig, load_config
 from components.core.services import Service, free_port, start_service
@@ -63,21 +63,11 @@ def vllm_test_config(python: str, *, lora_rank: int = 0, max_model_len: int = 32
 
 
 @dataclass
-class VllmServer:
+class VllmServer(EngineServer):
     """A running vLLM: ``model`` is the name the proxy would call, ``version`` the policy version it serves."""
 
-    service: Service
-    model: str
     version: str
     startup_s: float
-
-    @property
-    def url(self) -> str:
-        return self.service.url
-
-    @property
-    def base_url(self) -> str:
-        return self.url + "/v1"
 
     def stop(self) -> None:
         self.service.stop(timeout=_STOP_TIMEOUT_S)
