@@ -9,6 +9,8 @@ import typer
 
 SECRET_ENV = "OPENFORGE_PROXY_SECRET"  # same as components.proxy.auth.SECRET_ENV (kept import-free: --help)
 UPSTREAM_KEY_ENV = "OPENFORGE_UPSTREAM_API_KEY"
+# Set by the sandbox runtime, never written in a manifest: the pod's channel to the engine.
+UPSTREAM_SOCKET_ENV = "OPENFORGE_UPSTREAM_SOCKET"
 
 
 def proxy_command(
@@ -63,7 +65,8 @@ def proxy_command(
 ) -> None:
     """Serve the OpenAI API from an engine and record every call, token for token.
 
-    The engine's API key, if it has one, comes from $OPENFORGE_UPSTREAM_API_KEY (never an option: argv is public).
+    The engine's API key, if it has one, comes from $OPENFORGE_UPSTREAM_API_KEY (never an option: argv is public);
+    $OPENFORGE_UPSTREAM_SOCKET, when set, is a Unix socket that reaches the engine (a sandboxed pod's channel).
     """
     import os
 
@@ -93,6 +96,7 @@ def proxy_command(
             responses_store_mb=responses_store_mb,
             session_secret=_session_secret(session_secret_file, os.environ.get(SECRET_ENV)),
             upstream_api_key=os.environ.get(UPSTREAM_KEY_ENV) or None,
+            upstream_socket=os.environ.get(UPSTREAM_SOCKET_ENV) or None,
         )
     except ValidationError as exc:
         problems = "; ".join(f"--{'-'.join(str(p) for p in e['loc']).replace('_', '-')}: {e['msg']}" for e in exc.errors())

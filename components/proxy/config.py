@@ -61,6 +61,11 @@ class ProxyConfig(BaseModel):
         600.0, gt=0, description="Longest wait for the upstream's next bytes before answering 504."
     )
     upstream_connect_timeout_s: float = Field(10.0, gt=0, description="Longest wait to open a connection.")
+    upstream_socket: Path | None = Field(
+        None,
+        description="Reach the upstream through this Unix socket instead of its address (a sandboxed "
+        "pod's one channel to the engine, docs/executor.md); the upstream URL still names the origin.",
+    )
     upstream_connections: int = Field(
         1024, ge=1, description="Size of the pooled connection set to the upstream (one per call in flight)."
     )

@@ -97,6 +97,7 @@ class UpstreamClient:
         read_timeout_s: float,
         headers: dict[str, str] | None = None,
         keepalive_s: float = 30.0,
+        unix_socket: str | None = None,
     ) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
@@ -105,6 +106,9 @@ class UpstreamClient:
         self._port = url.port or (443 if url.scheme == "https" else 80)
         self._ssl = ssl.create_default_context() if url.scheme == "https" else None
         self._prefix = url.path.rstrip("/")
+        # A sandboxed pod's only way out (pipelines/executor/_channel.py): the URL still
+        # names the origin (Host header, path prefix), the bytes go through the socket.
+        self._unix_socket = unix_socket
         host = f"[{self._host}]" if ":" in self._host else self._host
         default_port = url.port is None or url.port == (443 if url.scheme == "https" else 80)
         fixed = {"Host": host if default_port else f"{host}:{self._port}", **(headers or {})}
@@ -158,6 +162,9 @@ class UpstreamClient:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout_s):
+                if self._unix_socket is not None:
+                    _, conn = await loop.create_unix_connection(lambda: _Connection(self), self._unix_socket)
+                    return conn
                 _, conn = await loop.create_connection(
                     lambda: _Connection(self), self._host, self._port, ssl=self._ssl,
                     server_hostname=self._host if self._ssl else None,

@@ -80,6 +80,7 @@ class Upstream:
             connect_timeout_s=config.upstream_connect_timeout_s,
             read_timeout_s=config.upstream_timeout_s,
             headers=headers,
+            unix_socket=None if config.upstream_socket is None else str(config.upstream_socket),
         )
         self._models: ModelsInfo | None = None
         self._models_read_at = float("-inf")
