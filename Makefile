@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install vllm harnesses podman-base gui-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
+.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -21,6 +21,7 @@ help:
 	@echo "make harnesses    install the pinned agent harnesses (a no-op when they are there)"
 	@echo "make podman-base  podman and the local image of --runtime podman (a no-op when there)"
 	@echo "make gui-packages Chromium, Xvfb, openbox, xdotool for the GUI environments (a no-op when there)"
+	@echo "make sandbox-packages  bubblewrap for --runtime sandbox (a no-op when there)"
 	@echo "make bench-proxy     recording proxy vs direct vs LiteLLM (docs/benchmarks.md)"
 	@echo "make bench-screenshots  16 sessions sending 200 kB screenshots, direct vs the proxy; every image recorded (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
@@ -64,6 +65,10 @@ harnesses: $(INSTALLED)
 podman-base:
 	bash images/local/build-base.sh
 
+# bubblewrap for `openforge run --runtime sandbox` (docs/executor.md, "The sandbox runtime").
+sandbox-packages:
+	bash scripts/install_sandbox_packages.sh
+
 # Chromium and the X programs of components/environments (docs/environments.md).
 gui-packages:
 	bash scripts/install_gui_packages.sh
@@ -86,7 +91,8 @@ vllm-background:
 	mkdir -p .openforge && rm -f $(VLLM_STATUS)
 	( $(MAKE) --no-print-directory vllm >.openforge/vllm.log 2>&1; echo $$? >$(VLLM_STATUS) ) &
 
-test: system-background vllm-background $(INSTALLED) harnesses
+# sandbox-packages first (seconds): it uses apt too, before the background installs hold its lock.
+test: sandbox-packages system-background vllm-background $(INSTALLED) harnesses
 	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) OPENFORGE_GUI_PACKAGES_STATUS=$(GUI_STATUS) \
 		OPENFORGE_VLLM_STATUS=$(VLLM_STATUS) OPENFORGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
 		$(BIN)/python -m pytest --durations=15 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)

@@ -146,7 +146,9 @@ def eval_command(
     eval_id: str | None = typer.Option(None, "--id", help="Names <name>/evals/<id>/ (default: checkpoint and time); reuse to resume."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Write the evaluation's Argo Workflow to OUT (default argo/) and stop."),
     warm_start: bool = typer.Option(True, help="Fork the steps from a process that imported them once."),
-    runtime: Runtime = typer.Option("process", help="process, or podman: each rollout a real pod (make podman-base)."),
+    runtime: Runtime = typer.Option(
+        "process", help="process; sandbox: each rollout in namespaces of its own (docs/executor.md); podman: each rollout a real pod."
+    ),
 ) -> None:
     """Evaluate a policy on a task set: the iteration's DAG without train and commit."""
     from rich.console import Console

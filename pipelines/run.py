@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from components.core.config import ExperimentConfig
-    from pipelines.executor import ExecutorOptions, PodmanOptions
+    from pipelines.executor import ExecutorOptions, PodmanOptions, SandboxOptions
 
 ITERATION_TIME = "time/iteration_s"
-Runtime = Literal["process", "podman"]
+Runtime = Literal["process", "sandbox", "podman"]
 
 
 class RunError(RuntimeError):
@@ -91,12 +91,17 @@ def local_executor(
     Checks the harness and podman before any step starts, starts the warm-start server
     for the duration, and yields a function making the executor's options from a resume rule.
     """
-    from pipelines.executor import ExecutorOptions, podman_problem
+    from pipelines.executor import ExecutorOptions, podman_problem, sandbox_problem
     from pipelines.warm_start import openforge_warm_starts
 
     if programs is None:  # this checkout's steps will run the harness on this machine
         _require_harness(config)
-    podman = None
+    podman, sandbox = None, None
+    if runtime == "sandbox":
+        sandbox = local_sandbox_options(config, workdir)
+        problem = sandbox_problem()
+        if problem:
+            raise RunError(f"--runtime sandbox cannot run here: {problem}")
     if runtime == "podman":
         podman = local_podman_options()
         problem = podman_problem(podman)
@@ -109,13 +114,28 @@ def local_executor(
     extra = {"programs": programs} if programs is not None else {"warm": warm}
 
     def options(skip: Callable[[str], str | None]) -> ExecutorOptions:
-        return ExecutorOptions(skip_existing_outputs=True, skip=skip, podman=podman, **extra)
+        return ExecutorOptions(skip_existing_outputs=True, skip=skip, podman=podman, sandbox=sandbox, **extra)
 
     try:
         yield options
     finally:
         if warm is not None:
             warm.close()
+
+
+def local_sandbox_options(config: ExperimentConfig, workdir: Path) -> SandboxOptions:
+    """The sandbox runtime on this machine: the run's file store, its MLflow database and the
+    executor's folders hidden from the rollouts; the harness installs readable."""
+    from components.rollout.harnesses import HOME_ENV, harness_home
+    from pipelines.executor import SandboxOptions
+
+    hidden = [workdir.absolute()]
+    if config.storage.uri.startswith("file://"):
+        hidden.append(Path(config.storage.uri.removeprefix("file://")).absolute())
+    if config.tracking.uri.startswith("sqlite:///"):
+        hidden.append(Path(config.tracking.uri.removeprefix("sqlite:///")).absolute().parent)
+    home = harness_home()
+    return SandboxOptions(hidden=tuple(hidden), readable=(home,), env={HOME_ENV: str(home)})
 
 
 def local_podman_options() -> PodmanOptions:
@@ -201,7 +221,9 @@ def run_command(
         True, help="Fork the steps from a process that imported them once (--no-warm-start: a fresh Python each)."
     ),
     runtime: Runtime = typer.Option(
-        "process", help="process: every container a local process; podman: each rollout a real pod (make podman-base)."
+        "process",
+        help="process: every container a local process; sandbox: each rollout in namespaces of its own, no "
+        "host files or network (docs/executor.md); podman: each rollout a real pod (make podman-base).",
     ),
 ) -> None:
     """Run RL iterations on this machine; rerun the same command to resume after a stop."""

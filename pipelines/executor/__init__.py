@@ -2,8 +2,9 @@
 
 The manifest `openforge compile` writes is the single source of truth: this package walks
 its DAG (parameters, dependencies, withParam fan-out, daemon steps, sidecars, artifacts)
-and runs each container as a local process (the `process` runtime), or the rollout pods
-with `podman kube play` (the `podman` runtime). docs/executor.md describes the mapping.
+and runs each container as a local process (the `process` runtime), the rollout pods
+in namespaces of their own (the `sandbox` runtime) or with `podman kube play` (the
+`podman` runtime). docs/executor.md describes the mapping.
 """
 
 from components.core.lazy import lazy_exports
@@ -15,11 +16,13 @@ __all__ = [
     "NodePhase",
     "NodeResult",
     "PodmanOptions",
+    "SandboxOptions",
     "WorkflowFailed",
     "WarmStarts",
     "WorkflowResult",
     "execute_workflow",
     "podman_problem",
+    "sandbox_problem",
 ]
 
 # Loaded on first use: the run view needs only the events, and `openforge --help` none of it.
@@ -36,6 +39,8 @@ __getattr__, __dir__ = lazy_exports(
         "ManifestError": "pipelines.executor._manifest:ManifestError",
         "PodmanOptions": "pipelines.executor._podman:PodmanOptions",
         "podman_problem": "pipelines.executor._podman:podman_problem",
+        "SandboxOptions": "pipelines.executor._isolation:SandboxOptions",
+        "sandbox_problem": "pipelines.executor._isolation:sandbox_problem",
         "WarmStarts": "pipelines.executor._warm:WarmStarts",
     },
 )

@@ -14,6 +14,7 @@ from components.core.services import openforge_argv
 from components.core.storage import ArtifactStore
 from pipelines.executor._events import NodeEvent, NodePhase, Observer
 from pipelines.executor._manifest import Workflow
+from pipelines.executor._isolation import SandboxOptions
 from pipelines.executor._podman import PodmanOptions
 from pipelines.executor._processes import ProcessRegistry
 from pipelines.executor._templating import mark
@@ -45,6 +46,8 @@ class ExecutorOptions:
     """Fork `openforge` containers from this warm-start server once it is ready (see _warm.py)."""
     podman: PodmanOptions | None = None
     """Run the pods it selects (the rollouts) with `podman kube play` instead of as processes."""
+    sandbox: SandboxOptions | None = None
+    """Run the pods it selects (the rollouts) as processes in a sandbox of their own (_isolation.py)."""
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ def execute_workflow(
     ctx = Context(
         workflow=workflow,
         store=store,
-        workdir=workdir,
+        workdir=workdir.absolute(),  # pod paths in command lines then hold wherever a container starts
         options=options,
         observer=observer,
         registry=ProcessRegistry(options.stop_timeout_s, options.warm),

@@ -14,6 +14,7 @@ from components.core.storage import StorageError
 from pipelines.executor._artifacts import ArtifactError, download_inputs, outputs_exist, upload_outputs
 from pipelines.executor._context import Context
 from pipelines.executor._events import NodeEvent, NodePhase
+from pipelines.executor._isolation import start_sandboxed_pod
 from pipelines.executor._manifest import ManifestError, retries, retry_limit
 from pipelines.executor._podman import PodmanPod, start_podman_pod
 from pipelines.executor._processes import RunningPod, start_pod
@@ -142,6 +143,8 @@ def _attempt(ctx: Context, template: dict[str, Any], task: str, node: str, where
             pod: RunningPod | PodmanPod = start_podman_pod(
                 plan, template, ctx.workflow.security_context, logs, podman, ctx.options.stop_timeout_s
             )
+        elif ctx.options.sandbox is not None and ctx.options.sandbox.runs(template):
+            pod = start_sandboxed_pod(plan, logs, ctx.registry, ctx.options.sandbox)
         else:
             pod = start_pod(plan, logs, ctx.registry)
     except (ArtifactError, StorageError, ServiceError) as exc:

@@ -11,7 +11,8 @@ import os
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from components.core.services import Service, ServiceError, wait_healthy
@@ -86,6 +87,8 @@ class RunningPod:
     main: Service
     sidecars: list[Service]
     registry: ProcessRegistry
+    helpers: list[Service] = field(default_factory=list)  # what holds the pod together (the sandbox's namespace, channel)
+    on_stop: list[Callable[[], None]] = field(default_factory=list)
 
     def wait(self, deadline_s: float | None, cancel: threading.Event) -> int | None:
         """The main container's exit code; None when the deadline or a cancel stopped it."""
@@ -110,6 +113,10 @@ class RunningPod:
         for service in self.sidecars:
             self.registry.stop(service)
         self.registry.stop(self.main)
+        for service in reversed(self.helpers):
+            self.registry.stop(service)
+        for cleanup in self.on_stop:
+            cleanup()
 
     def stop_sidecars(self) -> None:
         for service in self.sidecars:

@@ -1,0 +1,252 @@
+"""The ``sandbox`` runtime: a rollout pod whose containers cannot touch the host.
+
+A rollout runs model-written commands. As processes on the host they could read the
+user's files, rewrite the store (rewards, checkpoints) and reach every loopback service.
+Here each pod gets what an Argo pod gets, from the kernel (docs/executor.md, "The sandbox
+runtime"):
+
+- **Network**: one network namespace per pod, holding only loopback (a holder process
+  keeps it alive), shared by the pod's containers as in Kubernetes. Nothing leaves it:
+  no route, no DNS. The proxy sidecar alone reaches the engine, through a Unix socket
+  bound into its file system only, forwarded outside to the one upstream address its
+  command line names (``_channel.py``).
+- **Files** (bubblewrap): the system read-only; the host's homes, ``/tmp``, ``/run``, the
+  store and the executor's folders (other pods, logs) hidden under empty tmpfs; this
+  checkout, its interpreter and the harness installs read-only; the pod's own folder
+  the only writable place besides a private ``/tmp``.
+- **Processes**: a PID namespace per container (nothing outside can be signalled), IPC
+  and UTS namespaces, a fresh ``/proc`` and a minimal ``/dev``.
+- **Identity**: the invoking user's environment is not passed in (only the manifest's
+  variables, ``PATH``, the locale and ``OPENFORGE_*``); under root the containers run
+  as ``nobody`` with no capabilities and ``no_new_privs``, so file permissions hold too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from components.core.services import Service, ServiceError
+from components.proxy.cli import UPSTREAM_SOCKET_ENV
+from pipelines.executor._processes import ProcessRegistry, RunningPod
+from pipelines.executor._sandbox import ContainerRun, PodPlan
+
+SANDBOX_UID = 65534  # nobody: what the containers run as when the executor runs as root
+CHANNEL_PATH = "/run/openforge/engine.sock"  # where the proxy sidecar finds its channel
+_PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")
+_KEPT_PREFIXES = ("LC_", "OPENFORGE_")
+_NET_UP = "net-up"
+_START_TIMEOUT_S = 10.0
+_POLL_S = 0.02
+# The holder of a pod's network namespace: brings loopback up (a new namespace's is down;
+# SIOCGIFFLAGS/SIOCSIFFLAGS, so no `ip` is needed), says so, then sleeps until stopped.
+_HOLDER = f"""
+import fcntl, signal, socket, struct
+s = socket.socket()
+flags = struct.unpack('16sH', fcntl.ioctl(s, 0x8913, struct.pack('16sH', b'lo', 0))[:18])[1]
+fcntl.ioctl(s, 0x8914, struct.pack('16sH', b'lo', flags | 1))
+print({_NET_UP!r}, flush=True)
+signal.pause()
+"""
+_SHARED_TMP = ("/tmp", "/var/tmp")
+_DEFAULT_HIDDEN = ("/root", "/home", "/run", "/mnt", "/media", "/srv", *_SHARED_TMP)
+
+
+@dataclass(frozen=True)
+class SandboxOptions:
+    """Which pods run sandboxed, and what their containers may see."""
+
+    templates: frozenset[str] = field(default_factory=lambda: frozenset({"rollout"}))
+    """Names of the container templates that run sandboxed (those that run model-written commands)."""
+    hidden: tuple[Path, ...] = ()
+    """Folders no sandboxed container sees (each covered by an empty tmpfs), besides the defaults."""
+    readable: tuple[Path, ...] = ()
+    """Folders shown read-only again inside hidden ones (harness installs), besides this checkout and its Python."""
+    channel_container: str = "proxy"
+    """The one container that reaches its ``--upstream`` (the engine), through a Unix socket."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Variables every sandboxed container gets besides its manifest's (where the harnesses are)."""
+
+    def runs(self, template: Mapping[str, Any]) -> bool:
+        return template.get("name") in self.templates and not template.get("daemon")
+
+    def start_dir(self, cwd: Path, pod_dir: Path) -> Path:
+        """Where a container starts: its own folder if this checkout shows it, else the pod's."""
+        cwd = cwd.absolute()
+        inside = [h for h in self._hidden() if h.is_relative_to(_PROJECT_ROOT)]
+        if cwd.is_relative_to(_PROJECT_ROOT) and not any(cwd.is_relative_to(h) for h in inside):
+            return cwd
+        return pod_dir.absolute()
+
+    def mounts(self, pod_dir: Path) -> list[str]:
+        """bubblewrap's file-system arguments: hidden folders, then what shows through, then the pod."""
+        hidden = self._hidden()
+        layers = [(p, "--tmpfs") for p in hidden if p.is_dir()] + [(p, "--ro-bind") for p in self._readable() if p.exists()]
+        # Parents before children, so a hidden folder inside a readable one stays hidden.
+        args = ["--ro-bind", "/", "/"]
+        for path, kind in sorted(layers, key=lambda layer: (len(layer[0].parts), layer[1] == "--ro-bind")):
+            if kind == "--ro-bind":
+                args += [*_mount_point(path, hidden), kind, str(path), str(path)]
+            else:  # an empty folder in its place; the temporary ones writable by all, as on any host
+                args += [*(["--perms", "1777"] if str(path) in _SHARED_TMP else []), kind, str(path)]
+        pod = pod_dir.absolute()
+        return [*args, *_mount_point(pod, hidden), "--bind", str(pod), str(pod)]
+
+    def _hidden(self) -> set[Path]:
+        defaults = {Path(p) for p in _DEFAULT_HIDDEN} | {Path.home(), _PROJECT_ROOT / ".openforge"}
+        return defaults | {p.absolute() for p in self.hidden}
+
+    def _readable(self) -> set[Path]:
+        return {_PROJECT_ROOT, Path(sys.prefix), Path(sys.base_prefix).resolve(), *(p.absolute() for p in self.readable)}
+
+
+def _mount_point(path: Path, hidden: set[Path]) -> list[str]:
+    """Folders leading to ``path`` inside a hidden one, made traversable: bubblewrap would
+    create them 0700, which the sandbox user (not root) could not pass."""
+    args: list[str] = []
+    for parent in reversed(path.parents):
+        if any(parent != h and parent.is_relative_to(h) for h in hidden):
+            args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def sandbox_problem() -> str | None:
+    """Why pods cannot be sandboxed here, with the fix; None when they can."""
+    if not sys.platform.startswith("linux"):
+        return "the sandbox runtime needs Linux namespaces; use --runtime podman or --runtime process"
+    missing = [tool for tool in ("bwrap", "unshare", "nsenter", "setpriv") if shutil.which(tool) is None]
+    if missing:
+        return f"{', '.join(missing)} not found: install bubblewrap and util-linux (make sandbox-packages)"
+    probe = ["unshare", "--net", "--", "bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--dev", "/dev", "--", "true"]
+    if os.geteuid() != 0:
+        probe = ["unshare", "--user", "--map-root-user", "--net", "--", *probe[3:6], "--unshare-user", *probe[6:]]
+    try:
+        result = subprocess.run(probe, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"cannot start a sandbox: {exc}"
+    if result.returncode != 0:
+        return (
+            f"cannot create namespaces here ({result.stderr.strip() or f'exit code {result.returncode}'}): "
+            "allow user namespaces (sysctl kernel.unprivileged_userns_clone=1) or run as root"
+        )
+    return None
+
+
+def start_sandboxed_pod(plan: PodPlan, log_dir: Path, registry: ProcessRegistry, options: SandboxOptions) -> RunningPod:
+    """Start the pod's network namespace and channel, then its containers inside the sandbox."""
+    helpers: list[Service] = []
+    channel_dir = Path(tempfile.mkdtemp(prefix="openforge-channel-"))  # short: a socket path holds 107 bytes
+    try:
+        holder = registry.start(_holder_run(plan), log_dir / "netns.log")
+        helpers.append(holder)
+        _wait_for(lambda: _NET_UP in holder.log_path.read_text(errors="replace"), holder, "the pod's network namespace")
+        socket_path = channel_dir / "engine.sock"
+        channel = _channel_run(plan, options, socket_path)
+        if channel is not None:
+            forwarder = registry.start(channel, log_dir / "channel.log")
+            helpers.append(forwarder)
+            _wait_for(socket_path.exists, forwarder, "the engine channel")
+        if os.geteuid() == 0:
+            _hand_over(plan.sandbox)
+        wrap = _Wrapper(holder.process.pid, plan.sandbox, options.mounts(plan.sandbox), socket_path if channel else None, options)
+        sidecars: list[Service] = []
+        try:
+            for run in plan.sidecars:
+                sidecars.append(registry.start(wrap(run), log_dir / f"{run.name}.log"))
+            main = registry.start(wrap(plan.main), log_dir / "main.log")
+        except BaseException:
+            for service in sidecars:
+                registry.stop(service)
+            raise
+    except BaseException:
+        for service in reversed(helpers):
+            registry.stop(service)
+        shutil.rmtree(channel_dir, ignore_errors=True)
+        raise
+    return RunningPod(
+        plan=plan, main=main, sidecars=sidecars, registry=registry, helpers=helpers,
+        on_stop=[lambda: shutil.rmtree(channel_dir, ignore_errors=True)],
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Wrapper:
+    """A container's command line, run inside the pod's sandbox."""
+
+    holder_pid: int
+    pod_dir: Path
+    mounts: list[str]
+    socket: Path | None
+    options: SandboxOptions
+
+    def __call__(self, run: ContainerRun) -> ContainerRun:
+        env = {k: v for k, v in os.environ.items() if k in _KEPT_ENV or k.startswith(_KEPT_PREFIXES)}
+        env.update(self.options.env)
+        env.update(run.env)
+        mounts = list(self.mounts)
+        if self.socket is not None and run.name == self.options.channel_container:
+            mounts += [*_mount_point(Path(CHANNEL_PATH), {Path("/run")}), "--ro-bind", str(self.socket), CHANNEL_PATH]
+            env[UPSTREAM_SOCKET_ENV] = CHANNEL_PATH
+        else:
+            env.pop(UPSTREAM_SOCKET_ENV, None)
+        argv = [
+            "nsenter", f"--net=/proc/{self.holder_pid}/ns/net", "--",
+            "bwrap", *mounts, "--proc", "/proc", "--dev", "/dev",
+            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+            "--chdir", str(self.options.start_dir(run.cwd, self.pod_dir)), "--clearenv",
+            *(arg for name, value in env.items() for arg in ("--setenv", name, value)),
+            "--", *_drop_privileges(), *run.argv,
+        ]  # fmt: skip
+        return replace(run, argv=argv, env={})
+
+
+def _drop_privileges() -> list[str]:
+    if os.geteuid() != 0:
+        return []  # already an ordinary user: the sandbox gives no one more rights than that
+    ids = str(SANDBOX_UID)
+    return ["setpriv", f"--reuid={ids}", f"--regid={ids}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+
+
+def _holder_run(plan: PodPlan) -> ContainerRun:
+    unshare = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--net"]
+    return ContainerRun(name="netns", argv=[*unshare, "--", sys.executable, "-c", _HOLDER], env={}, cwd=plan.sandbox)
+
+
+def _channel_run(plan: PodPlan, options: SandboxOptions, socket_path: Path) -> ContainerRun | None:
+    """The forwarder for the channel container's ``--upstream``; None when the pod has no such container."""
+    from urllib.parse import urlsplit
+
+    container = next((run for run in plan.sidecars if run.name == options.channel_container), None)
+    if container is None or "--upstream" not in container.argv[:-1]:
+        return None
+    url = urlsplit(container.argv[container.argv.index("--upstream") + 1])
+    if not url.hostname or url.scheme != "http":
+        raise ServiceError(f"container {container.name!r}: --upstream {url.geturl()!r} is not an http:// address to forward")
+    target = f"{url.hostname}:{url.port or 80}"
+    argv = [sys.executable, "-m", "pipelines.executor._channel", "--socket", str(socket_path), "--to", target]
+    return ContainerRun(name="channel", argv=argv, env={"PYTHONPATH": str(_PROJECT_ROOT)}, cwd=plan.sandbox)
+
+
+def _hand_over(pod_dir: Path) -> None:
+    """The pod's folder (inputs already downloaded) becomes the sandbox user's, so its containers can write there."""
+    for root, dirs, files in os.walk(pod_dir):
+        for name in [*dirs, *files]:
+            os.lchown(os.path.join(root, name), SANDBOX_UID, SANDBOX_UID)
+    os.chown(pod_dir, SANDBOX_UID, SANDBOX_UID)
+
+
+def _wait_for(ready: Any, service: Service, what: str) -> None:
+    end = time.monotonic() + _START_TIMEOUT_S
+    while not ready():
+        if service.process.poll() is not None or time.monotonic() > end:
+            raise ServiceError(f"{what} did not start: {service.log_tail(10)}")
+        time.sleep(_POLL_S)
