@@ -28,6 +28,7 @@ from components.core.rollout_identity import OUTCOME_FILE, parse_rollout_id, ses
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
 from components.environments import DesktopEnvironment, EnvironmentSetupError
+from components.rollout._confine import confined, confinement_problem
 from components.rollout._desktop import open_desktop
 from components.rollout._gui import CallCounter, Gui, open_gui
 from components.rollout._failures import blame, verdict
@@ -196,6 +197,10 @@ class _Rollout:
         desktop: DesktopEnvironment | None = None,
     ) -> str:
         """Run the harness; how it ended (a failure is recorded in the outcome)."""
+        unconfined = confinement_problem()
+        self.record.extra["harness_confined"] = unconfined is None
+        if unconfined is not None and f"the harness ran unconfined: {unconfined}" not in self.record.notes:
+            self.record.notes.append(f"the harness ran unconfined: {unconfined}")
         run = HarnessRun(
             rollout_id=self.record.rollout_id,
             base_url=f"{session_route(self.proxy_url, self.record.rollout_id, attempt)}/v1",
@@ -209,12 +214,14 @@ class _Rollout:
             time_limit_s=deadline - time.monotonic(),
             browser_cdp_url=gui.cdp_url if gui else None,
             display=desktop.display if desktop else None,
+            confined=unconfined is None,
         )
         command = adapter.command(run)
+        argv = command.argv if unconfined else confined(command.argv, self._hidden_from_harness(workspace, scratch))
         steps = CallCounter(self.trajectory, self.config.harness.max_turns) if gui or desktop else None
         cap_mb = self.config.rollout.max_output_mb
         result = run_in_session(
-            command.argv,
+            argv,
             cwd=workspace,
             env={**env, **command.env},
             timeout_s=deadline - time.monotonic(),
@@ -248,6 +255,12 @@ class _Rollout:
             )
             return _FAILED
         return _ENDED
+
+    def _hidden_from_harness(self, workspace: Path, scratch: Path) -> list[Path]:
+        """The grader's folder and the records of the harness's own calls (components/rollout/_confine.py)."""
+        candidates = (self.task_dir.absolute(), self.trajectory.parent.absolute())
+        own = (workspace.absolute(), scratch.absolute())
+        return [p for p in candidates if p.is_dir() and not any(o.is_relative_to(p) for o in own)]
 
     def _judge_failure(self, attempt: int) -> None:
         """Blame the engine, the context or the agent for a failed harness run (see _failures.py)."""

@@ -199,14 +199,32 @@ class _Wrapper:
         else:
             env.pop(UPSTREAM_SOCKET_ENV, None)
         argv = [
-            "nsenter", f"--net=/proc/{self.holder_pid}/ns/net", "--",
-            "bwrap", *mounts, "--proc", "/proc", "--dev", "/dev",
-            "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
+            *_enter(self.holder_pid),
+            "bwrap", *mounts, "--bind", "/proc", "/proc", "--dev", "/dev", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
             "--chdir", str(self.options.start_dir(run.cwd, self.pod_dir)), "--clearenv",
             *(arg for name, value in env.items() for arg in ("--setenv", name, value)),
             "--", *_drop_privileges(), *run.argv,
         ]  # fmt: skip
         return replace(run, argv=argv, env={})
+
+
+def _enter(holder_pid: int) -> list[str]:
+    """Into the pod's network namespace, then a PID namespace of the container's own.
+
+    Under root the PID namespace and its /proc come from unshare, so that /proc carries no
+    bubblewrap overmounts and the harness's own confinement (components/rollout/_confine.py)
+    may mount a /proc of its own inside; an ordinary user joins the holder's user namespace
+    first and lets bubblewrap make the PID namespace (not exercised by the tests, which run as root).
+    """
+    if os.geteuid() == 0:
+        return [
+            "nsenter", f"--net=/proc/{holder_pid}/ns/net", "--",
+            "unshare", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc", "--",
+        ]  # fmt: skip
+    return [
+        "nsenter", f"--target={holder_pid}", "--user", "--net", "--preserve-credentials", "--",
+        "bwrap", "--unshare-user", "--unshare-pid", "--proc", "/proc", "--dev-bind", "/", "/", "--",
+    ]  # fmt: skip
 
 
 def _drop_privileges() -> list[str]:

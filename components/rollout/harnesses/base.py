@@ -45,6 +45,9 @@ class HarnessRun:
     browser_cdp_url: str | None = None
     # The runner's X display (":N") for harnesses that drive a desktop; None when there is none.
     display: str | None = None
+    # Whether the runner confines the harness (its own user and PID namespaces, the grader
+    # and the records out of reach: components/rollout/_confine.py).
+    confined: bool = False
 
     @property
     def home(self) -> Path:

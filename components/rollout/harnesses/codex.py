@@ -57,12 +57,14 @@ class Codex(HarnessAdapter):
         codex_home = run.scratch_dir / "codex"
         codex_home.mkdir(exist_ok=True)
         (codex_home / "config.toml").write_text(self._config(run))
+        # Codex's own sandbox (Landlock and seccomp, often missing in containers) is left
+        # off only when the runner confines it (components/rollout/_confine.py); otherwise
+        # it writes only its workspace, and commands that need more fail inside it.
+        sandbox = ["--dangerously-bypass-approvals-and-sandbox"] if run.confined else ["--sandbox", "workspace-write"]
         argv = [
             self.executable("codex"), "exec",
             "--skip-git-repo-check",
-            # The rollout's workspace is already a throwaway sandbox; Codex's own needs
-            # kernel features containers often lack.
-            "--dangerously-bypass-approvals-and-sandbox",
+            *sandbox,
             "--cd", str(run.workspace),
             "--output-last-message", self._last_message(run),
             "--", run.prompt,

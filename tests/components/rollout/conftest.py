@@ -75,6 +75,13 @@ def write_task(root: Path, task_id: str, *, verify: str = "import sys; sys.exit(
 
 
 @pytest.fixture
+def proxy(fake_openai, tmp_path: Path):
+    """A fake proxy that records calls into tmp_path/trajectories and answers 'done'."""
+    (tmp_path / "trajectories").mkdir()
+    return fake_openai([Turn(content="done")], record_dir=tmp_path / "trajectories")
+
+
+@pytest.fixture
 def make_task(tmp_path: Path) -> Callable[..., Path]:
     """Factory: ``make_task(task_id, verify=..., **task_yaml_fields)`` writes a task under tmp_path/tasks."""
     return lambda task_id, **kw: write_task(tmp_path / "tasks", task_id, **kw)

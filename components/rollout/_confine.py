@@ -1,0 +1,52 @@
+"""The harness in a confinement of its own inside the rollout: it cannot touch its grader.
+
+The rollout's main container runs the harness, then the verifier. Model-written commands
+run in between, as the same user, so without more they could read the verifier (and any
+answer it holds), rewrite it, rewrite the proxy's records of their own calls, or leave a
+process behind (``setsid``, a double fork) that changes the workspace while the verifier
+reads it. So the harness runs under bubblewrap in user and PID namespaces of its own:
+
+- the task folder (verifier included), the trajectory folder and the outcome folder are
+  covered by empty tmpfs: the harness neither reads nor writes them;
+- its PID namespace ends with it, and the kernel kills everything still inside, so by
+  the time the verifier starts nothing of the harness runs (a fresh start for the grader
+  over the same workspace);
+- everything else (workspace, home, the display, loopback) is as it was.
+
+It needs bubblewrap and user namespaces; where they are missing the harness runs without
+it and the outcome says so (``notes``). docs/reliability.md lists the boundaries.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+_PROBE_TIMEOUT_S = 30
+
+
+def confined(argv: Sequence[str], hidden: Sequence[Path]) -> list[str]:
+    """``argv`` run in its own user and PID namespaces with ``hidden`` folders covered."""
+    covers = [arg for path in hidden for arg in ("--tmpfs", str(path))]
+    return [
+        "bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
+        "--bind", "/", "/", *covers, "--proc", "/proc", "--dev", "/dev",
+        "--", *argv,
+    ]  # fmt: skip
+
+
+@functools.cache
+def confinement_problem() -> str | None:
+    """Why harnesses cannot be confined here (checked once per process); None when they can."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed (make sandbox-packages)"
+    try:
+        probe = subprocess.run(confined(["true"], []), capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap cannot start: {exc}"
+    if probe.returncode != 0:
+        return f"bubblewrap cannot create user and PID namespaces here: {probe.stderr.strip() or probe.returncode}"
+    return None
