@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/bench_overhead.py --no-doc      # same runs, docs untouched
     .venv/bin/python benchmarks/bench_overhead.py --cli-start   # only the cold `openforge --help` (seconds)
     .venv/bin/python benchmarks/bench_overhead.py --engines     # only the dev engine vs vLLM's CPU build (minutes)
+    .venv/bin/python benchmarks/bench_overhead.py --sandbox     # only a rollout pod's start-up, sandboxed or not (a minute)
 
 Runs examples/quickstart.yaml (all its iterations) through ``run_experiment`` into a fresh
 store under .bench/overhead/, timing it from outside: the executor's node events, the
@@ -13,8 +14,9 @@ overhead (``overhead/breakdown.py`` defines the split). Then one iteration of th
 quickstart at each rollout concurrency of ``SWEEP`` for rollouts per minute, and the
 start-up cost of each kind of process and the cold start of `openforge --help`, measured
 apart, and the dev engine against vLLM's CPU build on the tiny model (``overhead/engines.py``;
-skipped, saying so, without `make vllm`). Rewrites the "Pipeline overhead" section of
-docs/benchmarks.md (``--cli-start``, ``--engines``: that part's subsection alone). Exits 1
+skipped, saying so, without `make vllm`), and a rollout pod's start-up under the `process`
+and the `sandbox` runtime (``overhead/sandbox.py``). Rewrites the "Pipeline overhead" section of
+docs/benchmarks.md (``--cli-start``, ``--engines``, ``--sandbox``: that part's subsection alone). Exits 1
 when the overhead target is missed (``--cli-start``: the `--help` target).
 """
 
@@ -33,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section, write_subsection
-from benchmarks.overhead import cli_start, engines, report
+from benchmarks.overhead import cli_start, engines, report, sandbox
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
 from benchmarks.pipeline_runs import bench_config, run_fresh
@@ -127,11 +129,14 @@ def run(workdir: Path, doc: bool) -> int:
     load_after = os.getloadavg()
     _log("the dev engine and vLLM's CPU build, side by side")
     engine_comparison = measure_engines(COMMAND, workdir)
+    _log("a rollout pod's start-up, process and sandbox runtimes alternating")
+    sandbox_figures = measure_sandbox(COMMAND)
 
     print("\n".join(report.terminal_lines(quickstart, sweep, startup)))
     print(f"warm start of an openforge container (fork, `--help`, exit): {warm_s:.3f} s")
     print(cli_start.terminal_line(cold_help))
     print("\n".join(engines.terminal_lines(engine_comparison)))
+    print("\n".join(sandbox.terminal_lines(sandbox_figures)))
     if doc:
         info = report.RunInfo(
             command=COMMAND, date=date, machine=machine_summary(),
@@ -154,6 +159,7 @@ def run(workdir: Path, doc: bool) -> int:
         section = report.section_markdown(info, quickstart, sweep, startup, quickstart_text, sweep_text, cold_help)
         write_section(report.SECTION, section)
         write_subsection(report.SECTION, engines.SUBSECTION, engines.subsection_markdown(engine_comparison))
+        write_subsection(report.SECTION, sandbox.SUBSECTION, sandbox.subsection_markdown(sandbox_figures))
         _log(f"wrote the {report.SECTION!r} section of {DOC}")
     return 0 if report.target_met(quickstart) else 1
 
@@ -192,6 +198,23 @@ def run_engines(workdir: Path, doc: bool) -> int:
     return 0
 
 
+def measure_sandbox(command: str) -> sandbox.SandboxFigures:
+    """A rollout pod's start-up under both runtimes, with what the doc says about when and where."""
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
+    seconds, skipped = sandbox.measure(REPO)
+    return sandbox.SandboxFigures(command, date, commit, machine_summary(), load_before, os.getloadavg(), seconds, skipped)
+
+
+def run_sandbox(doc: bool) -> int:
+    """Only the sandbox's start-up cost: about a minute, not the whole benchmark."""
+    measured = measure_sandbox(f"{COMMAND} --sandbox")
+    print("\n".join(sandbox.terminal_lines(measured)))
+    if doc:
+        write_subsection(report.SECTION, sandbox.SUBSECTION, sandbox.subsection_markdown(measured))
+        _log(f"wrote {sandbox.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "overhead",
@@ -199,7 +222,10 @@ def main() -> None:
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
     parser.add_argument("--cli-start", action="store_true", help="measure only the cold start of `openforge --help`")
     parser.add_argument("--engines", action="store_true", help="measure only the dev engine against vLLM's CPU build")
+    parser.add_argument("--sandbox", action="store_true", help="measure only a rollout pod's start-up, sandboxed or not")
     args = parser.parse_args()
+    if args.sandbox:
+        sys.exit(run_sandbox(doc=not args.no_doc))
     if args.engines:
         sys.exit(run_engines(args.workdir.resolve(), doc=not args.no_doc))
     if args.cli_start:

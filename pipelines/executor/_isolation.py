@@ -155,6 +155,7 @@ def start_sandboxed_pod(plan: PodPlan, log_dir: Path, registry: ProcessRegistry,
             forwarder = registry.start(channel, log_dir / "channel.log")
             helpers.append(forwarder)
             _wait_for(socket_path.exists, forwarder, "the engine channel")
+        plan.sandbox.mkdir(parents=True, exist_ok=True)  # bound into every container, even a pod without volumes
         if os.geteuid() == 0:
             _hand_over(plan.sandbox)
         wrap = _Wrapper(holder.process.pid, plan.sandbox, options.mounts(plan.sandbox), socket_path if channel else None, options)
@@ -236,7 +237,7 @@ def _drop_privileges() -> list[str]:
 
 def _holder_run(plan: PodPlan) -> ContainerRun:
     unshare = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--net"]
-    return ContainerRun(name="netns", argv=[*unshare, "--", sys.executable, "-c", _HOLDER], env={}, cwd=plan.sandbox)
+    return ContainerRun(name="netns", argv=[*unshare, "--", sys.executable, "-c", _HOLDER], env={}, cwd=Path("/"))
 
 
 def _channel_run(plan: PodPlan, options: SandboxOptions, socket_path: Path) -> ContainerRun | None:
@@ -251,7 +252,7 @@ def _channel_run(plan: PodPlan, options: SandboxOptions, socket_path: Path) -> C
         raise ServiceError(f"container {container.name!r}: --upstream {url.geturl()!r} is not an http:// address to forward")
     target = f"{url.hostname}:{url.port or 80}"
     argv = [sys.executable, "-m", "pipelines.executor._channel", "--socket", str(socket_path), "--to", target]
-    return ContainerRun(name="channel", argv=argv, env={"PYTHONPATH": str(_PROJECT_ROOT)}, cwd=plan.sandbox)
+    return ContainerRun(name="channel", argv=argv, env={"PYTHONPATH": str(_PROJECT_ROOT)}, cwd=Path("/"))
 
 
 def _hand_over(pod_dir: Path) -> None:
