@@ -97,7 +97,7 @@ test: sandbox-packages system-background vllm-background $(INSTALLED) harnesses
 		OPENFORGE_VLLM_STATUS=$(VLLM_STATUS) OPENFORGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
 		$(BIN)/python -m pytest --durations=15 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-run: $(INSTALLED)
+run: sandbox-packages $(INSTALLED)
 	$(BIN)/openforge run examples/quickstart.yaml
 
 # LiteLLM (the comparison in bench-proxy) lives in its own venv so it cannot disturb ours.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from components.core.storage import open_store, run_layout
-from pipelines.run import Runtime, RunError, local_executor, resume_rule
+from pipelines.run import DEFAULT_RUNTIME, RUNTIME_HELP, Runtime, RunError, local_executor, resume_rule, warn_if_unsandboxed
 
 # pydantic, the config's models and rich load in the functions that use them: `openforge
 # --help` imports this module and needs none of them.
@@ -146,9 +146,7 @@ def eval_command(
     eval_id: str | None = typer.Option(None, "--id", help="Names <name>/evals/<id>/ (default: checkpoint and time); reuse to resume."),
     compile_only: bool = typer.Option(False, "--compile-only", help="Write the evaluation's Argo Workflow to OUT (default argo/) and stop."),
     warm_start: bool = typer.Option(True, help="Fork the steps from a process that imported them once."),
-    runtime: Runtime = typer.Option(
-        "process", help="process; sandbox: each rollout in namespaces of its own (docs/executor.md); podman: each rollout a real pod."
-    ),
+    runtime: Runtime = typer.Option(DEFAULT_RUNTIME, help=RUNTIME_HELP),
 ) -> None:
     """Evaluate a policy on a task set: the iteration's DAG without train and commit."""
     from rich.console import Console
@@ -168,6 +166,7 @@ def eval_command(
             typer.echo(f"wrote {path}")
         return
     console = Console()
+    warn_if_unsandboxed(console, runtime)
     try:
         summary = evaluate_policy(evaluation, console, warm_start=warm_start, runtime=runtime)
     except (WorkflowFailed, RunError, ManifestError) as exc:

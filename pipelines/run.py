@@ -9,6 +9,7 @@ rewards are stored and a train step whose checkpoint is committed are not run ag
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -30,6 +31,18 @@ if TYPE_CHECKING:
 
 ITERATION_TIME = "time/iteration_s"
 Runtime = Literal["process", "sandbox", "podman"]
+# The CLI's default: a rollout runs model-written commands, so on Linux it is contained.
+DEFAULT_RUNTIME: Runtime = "sandbox" if sys.platform.startswith("linux") else "process"
+RUNTIME_HELP = (
+    "sandbox (the default on Linux): each rollout in namespaces of its own, no host files or network "
+    "(docs/executor.md); process: every container a plain process on this machine; podman: each rollout "
+    "a real pod (make podman-base)."
+)
+PROCESS_WARNING = (
+    "--runtime process: rollouts run as plain processes, as you. The commands the model writes can read "
+    "your files and keys, rewrite this run's store (rewards, checkpoints) and reach every service on "
+    "loopback (the engine, MLflow, other rollouts). Use --runtime sandbox (the default on Linux) to contain them."
+)
 
 
 class RunError(RuntimeError):
@@ -101,7 +114,10 @@ def local_executor(
         sandbox = local_sandbox_options(config, workdir)
         problem = sandbox_problem()
         if problem:
-            raise RunError(f"--runtime sandbox cannot run here: {problem}")
+            raise RunError(
+                f"--runtime sandbox cannot run here: {problem}. Or pass --runtime process to run the rollouts "
+                "unsandboxed (they can then read your files, the store and every loopback service)."
+            )
     if runtime == "podman":
         podman = local_podman_options()
         problem = podman_problem(podman)
@@ -123,6 +139,12 @@ def local_executor(
             warm.close()
 
 
+def warn_if_unsandboxed(console: Console, runtime: Runtime) -> None:
+    """Say what `--runtime process` gives up, before anything runs."""
+    if runtime == "process":
+        console.print(PROCESS_WARNING, style="yellow", markup=False, highlight=False)
+
+
 def local_sandbox_options(config: ExperimentConfig, workdir: Path) -> SandboxOptions:
     """The sandbox runtime on this machine: the run's file store, its MLflow database and the
     executor's folders hidden from the rollouts; the harness installs readable."""
@@ -135,7 +157,7 @@ def local_sandbox_options(config: ExperimentConfig, workdir: Path) -> SandboxOpt
     if config.tracking.uri.startswith("sqlite:///"):
         hidden.append(Path(config.tracking.uri.removeprefix("sqlite:///")).absolute().parent)
     home = harness_home()
-    return SandboxOptions(hidden=tuple(hidden), readable=(home,), env={HOME_ENV: str(home)})
+    return SandboxOptions(hidden=tuple(hidden), readable=(home,), env={HOME_ENV: str(home)}, tmp_mb=config.rollout.tmp_mb)
 
 
 def local_podman_options() -> PodmanOptions:
@@ -220,11 +242,7 @@ def run_command(
     warm_start: bool = typer.Option(
         True, help="Fork the steps from a process that imported them once (--no-warm-start: a fresh Python each)."
     ),
-    runtime: Runtime = typer.Option(
-        "process",
-        help="process: every container a local process; sandbox: each rollout in namespaces of its own, no "
-        "host files or network (docs/executor.md); podman: each rollout a real pod (make podman-base).",
-    ),
+    runtime: Runtime = typer.Option(DEFAULT_RUNTIME, help=RUNTIME_HELP),
 ) -> None:
     """Run RL iterations on this machine; rerun the same command to resume after a stop."""
     from rich.console import Console
@@ -238,6 +256,7 @@ def run_command(
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     console = Console()
+    warn_if_unsandboxed(console, runtime)
     try:
         run_experiment(experiment, iterations, console, warm_start=warm_start, runtime=runtime)
     except (WorkflowFailed, RunError, ManifestError) as exc:

@@ -126,6 +126,12 @@ class RolloutConfig(_Section):
     max_output_mb: float = Field(
         64.0, gt=0, description="Cap on each of the harness's stdout and stderr files; a harness writing more is a harness error."
     )
+    tmp_mb: int = Field(
+        2048,
+        gt=0,
+        description="Size of a sandboxed rollout's private /tmp, where its workspace, home and scratch live "
+        "(memory-backed); past it writes fail with 'no space left on device' (--runtime sandbox).",
+    )
     seeded_sampling: bool = Field(
         False,
         description="Seed every model call from the experiment seed, the iteration, the rollout and its turn (the proxy's "

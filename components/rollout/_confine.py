@@ -6,12 +6,13 @@ answer it holds), rewrite it, rewrite the proxy's records of their own calls, or
 process behind (``setsid``, a double fork) that changes the workspace while the verifier
 reads it. So the harness runs under bubblewrap in user and PID namespaces of its own:
 
-- the task folder (verifier included), the trajectory folder and the outcome folder are
+- the file system is read-only but for the workspace, the harness's scratch folder (its
+  home) and ``/tmp``; the task folder (verifier included) and the trajectory folder are
   covered by empty tmpfs: the harness neither reads nor writes them;
 - its PID namespace ends with it, and the kernel kills everything still inside, so by
   the time the verifier starts nothing of the harness runs (a fresh start for the grader
   over the same workspace);
-- everything else (workspace, home, the display, loopback) is as it was.
+- everything else (the display, loopback, the engine's proxy) is as it was.
 
 It needs bubblewrap and user namespaces; where they are missing the harness runs without
 it and the outcome says so (``notes``). docs/reliability.md lists the boundaries.
@@ -28,12 +29,15 @@ from pathlib import Path
 _PROBE_TIMEOUT_S = 30
 
 
-def confined(argv: Sequence[str], hidden: Sequence[Path]) -> list[str]:
-    """``argv`` run in its own user and PID namespaces with ``hidden`` folders covered."""
+def confined(argv: Sequence[str], hidden: Sequence[Path], writable: Sequence[Path] = ()) -> list[str]:
+    """``argv`` in its own user and PID namespaces: the file system read-only but ``writable``
+    (and a fresh ``/dev/shm``), ``hidden`` folders covered."""
+    # Parents first: a folder bound after one inside it would cover that one.
+    opened = [arg for path in sorted(writable, key=lambda p: len(p.parts)) for arg in ("--bind", str(path), str(path))]
     covers = [arg for path in hidden for arg in ("--tmpfs", str(path))]
     return [
         "bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
-        "--bind", "/", "/", *covers, "--proc", "/proc", "--dev", "/dev",
+        "--ro-bind", "/", "/", *opened, *covers, "--proc", "/proc", "--dev", "/dev",
         "--", *argv,
     ]  # fmt: skip
 

@@ -217,7 +217,10 @@ class _Rollout:
             confined=unconfined is None,
         )
         command = adapter.command(run)
-        argv = command.argv if unconfined else confined(command.argv, self._hidden_from_harness(workspace, scratch))
+        argv = command.argv
+        if unconfined is None:
+            writable = [p for p in (workspace, scratch, Path(tempfile.gettempdir())) if p.is_dir()]
+            argv = confined(command.argv, self._hidden_from_harness(workspace, scratch), writable)
         steps = CallCounter(self.trajectory, self.config.harness.max_turns) if gui or desktop else None
         cap_mb = self.config.rollout.max_output_mb
         result = run_in_session(

@@ -75,6 +75,8 @@ class SandboxOptions:
     """The one container that reaches its ``--upstream`` (the engine), through a Unix socket."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables every sandboxed container gets besides its manifest's (where the harnesses are)."""
+    tmp_mb: int = 2048
+    """Size of each container's private ``/tmp`` and ``/var/tmp`` (memory-backed): a flood of writes ends in ENOSPC."""
 
     def runs(self, template: Mapping[str, Any]) -> bool:
         return template.get("name") in self.templates and not template.get("daemon")
@@ -97,7 +99,8 @@ class SandboxOptions:
             if kind == "--ro-bind":
                 args += [*_mount_point(path, hidden), kind, str(path), str(path)]
             else:  # an empty folder in its place; the temporary ones writable by all, as on any host
-                args += [*(["--perms", "1777"] if str(path) in _SHARED_TMP else []), kind, str(path)]
+                shared = ["--perms", "1777", "--size", str(self.tmp_mb << 20)] if str(path) in _SHARED_TMP else []
+                args += [*shared, kind, str(path)]
         pod = pod_dir.absolute()
         return [*args, *_mount_point(pod, hidden), "--bind", str(pod), str(pod)]
 

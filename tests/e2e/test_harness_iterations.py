@@ -3,7 +3,8 @@ mini-swe-agent run through the proxy sidecar against the dev engine in choice mo
 the iteration records, scores, trains and commits a checkpoint whose weights moved.
 
 Each runs the harness's own example config (examples/<harness>.yaml, 8 rollouts over
-examples/tasks/shell) with its storage and tracking moved into the test's folder.
+examples/tasks/shell) with its storage and tracking moved into the test's folder, under
+`openforge run`'s default runtime: each rollout pod sandboxed (docs/executor.md).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from components.core.config import load_config
 from components.core.storage import RunLayout, get_dir, open_store
 from components.core.trajectory import RecordedCall
 from components.rollout.harnesses import get_harness
+from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,6 +31,8 @@ OLD_PROMPT_LIMIT = 8192
 # request (docs/harnesses.md), so each of its calls is a rewrite branch, not a continuation.
 CONTINUES = {"claude-code": True, "codex": True, "openclaw": False, "mini-swe-agent": True}
 LONG_PROMPTS = {"claude-code", "codex", "openclaw"}
+# Where namespaces cannot be made, the harness is still worth testing, as plain processes.
+RUNTIME = "process" if sandbox_problem() else "sandbox"
 
 
 def _weights(store, layout: RunLayout, version: int, dest: Path) -> dict:
@@ -52,7 +56,7 @@ def test_one_iteration_in_the_real_harness_records_scores_and_trains(
     config.tracking.uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = io.StringIO()
 
-    logged = run_experiment(config, console=Console(file=out, width=100), workdir=tmp_path / ".openforge")
+    logged = run_experiment(config, console=Console(file=out, width=100), workdir=tmp_path / ".openforge", runtime=RUNTIME)
 
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     assert committed_versions(store, layout) == [0, 1], out.getvalue()
@@ -62,7 +66,7 @@ def test_one_iteration_in_the_real_harness_records_scores_and_trains(
     for rollout in plan["rollouts"]:
         outcome = json.loads(store.get_bytes(layout.outcome(0, rollout["rollout_id"])))
         statuses[rollout["rollout_id"]] = (outcome["status"], outcome["passed"])
-        assert outcome["extra"]["harness"] == harness
+        assert outcome["extra"]["harness"] == harness and outcome["extra"]["harness_confined"] == (RUNTIME == "sandbox")
         calls = [RecordedCall.model_validate_json(line) for line in store.get_bytes(layout.trajectory(0, rollout["rollout_id"])).splitlines()]
         assert calls and all(c.sampling.seed is not None for c in calls if c.ok)
         prompt_lengths += [len(c.prompt_token_ids) for c in calls if c.ok]

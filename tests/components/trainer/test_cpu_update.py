@@ -176,4 +176,6 @@ def test_the_update_does_not_depend_on_how_the_batch_is_micro_batched(tiny_model
     loss_c, c = updated(micro_batch_size=8, micro_batch_tokens=12)  # three micro-batches, bounded by tokens
 
     assert loss_a == pytest.approx(loss_b, abs=1e-6) == pytest.approx(loss_c, abs=1e-6)
-    assert all(torch.allclose(x, y, atol=1e-6) and torch.allclose(x, z, atol=1e-6) for x, y, z in zip(a, b, c))
+    # Adam divides by sqrt(v): the float noise of summing a gradient in another order shows
+    # up to ~1.4e-6 in an updated weight (measured); a batching bug moves weights by ~lr (1e-2).
+    assert all(torch.allclose(x, y, atol=1e-5) and torch.allclose(x, z, atol=1e-5) for x, y, z in zip(a, b, c))
