@@ -18,6 +18,8 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 _CHUNK = 1 << 16
 
@@ -61,6 +63,26 @@ async def serve(socket_path: str, host: str, port: int, ready: asyncio.Event | N
         ready.set()
     async with server:
         await server.serve_forever()
+
+
+CHANNEL_PATH = "/run/openforge/engine.sock"  # where the proxy sidecar finds the channel, in its own file system
+
+
+def channel_target(argv: Sequence[str]) -> str | None:
+    """``HOST:PORT`` of the ``--upstream`` in a container's command line; None when it has none."""
+    from urllib.parse import urlsplit
+
+    if "--upstream" not in argv[:-1]:
+        return None
+    url = urlsplit(argv[list(argv).index("--upstream") + 1])
+    if url.scheme != "http" or not url.hostname:
+        raise ValueError(f"--upstream {url.geturl()!r} is not an http:// address to forward")
+    return f"{url.hostname}:{url.port or 80}"
+
+
+def forwarder_argv(socket_path: Path, target: str) -> list[str]:
+    """The command line of a forwarder from ``socket_path`` to ``target`` (run with this checkout importable)."""
+    return [sys.executable, "-m", "pipelines.executor._channel", "--socket", str(socket_path), "--to", target]
 
 
 def main(argv: list[str] | None = None) -> None:

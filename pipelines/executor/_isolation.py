@@ -36,11 +36,11 @@ from typing import Any
 
 from components.core.services import Service, ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
+from pipelines.executor._channel import CHANNEL_PATH, channel_target, forwarder_argv
 from pipelines.executor._processes import ProcessRegistry, RunningPod
 from pipelines.executor._sandbox import ContainerRun, PodPlan
 
 SANDBOX_UID = 65534  # nobody: what the containers run as when the executor runs as root
-CHANNEL_PATH = "/run/openforge/engine.sock"  # where the proxy sidecar finds its channel
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")
 _KEPT_PREFIXES = ("LC_", "OPENFORGE_")
@@ -245,16 +245,14 @@ def _holder_run(plan: PodPlan) -> ContainerRun:
 
 def _channel_run(plan: PodPlan, options: SandboxOptions, socket_path: Path) -> ContainerRun | None:
     """The forwarder for the channel container's ``--upstream``; None when the pod has no such container."""
-    from urllib.parse import urlsplit
-
     container = next((run for run in plan.sidecars if run.name == options.channel_container), None)
-    if container is None or "--upstream" not in container.argv[:-1]:
+    try:
+        target = None if container is None else channel_target(container.argv)
+    except ValueError as exc:
+        raise ServiceError(f"container {options.channel_container!r}: {exc}") from None
+    if target is None:
         return None
-    url = urlsplit(container.argv[container.argv.index("--upstream") + 1])
-    if not url.hostname or url.scheme != "http":
-        raise ServiceError(f"container {container.name!r}: --upstream {url.geturl()!r} is not an http:// address to forward")
-    target = f"{url.hostname}:{url.port or 80}"
-    argv = [sys.executable, "-m", "pipelines.executor._channel", "--socket", str(socket_path), "--to", target]
+    argv = forwarder_argv(socket_path, target)
     return ContainerRun(name="channel", argv=argv, env={"PYTHONPATH": str(_PROJECT_ROOT)}, cwd=Path("/"))
 
 

@@ -4,12 +4,14 @@ The pod is the template's own: its main container and sidecars with their comman
 env, volume mounts and security contexts, the workflow's pod security context (user 1000,
 non-root). What changes, and why (docs/executor.md has the whole list):
 
-- **host network** (`hostNetwork: true`): the proxy sidecar must reach the serve step, a
-  process on this machine's loopback, and container bridge addresses are not usable
-  here. So the pod's ports are mapped to free loopback ports exactly as in the `process`
-  runtime (two pods cannot both listen on 8100), and paths are not: each emptyDir is a
-  `hostPath` to its folder in the sandbox, mounted at the container path the manifest
-  names, so artifacts go in and out as in the `process` runtime.
+- **no network** (`podman kube play --network none`): the pod's containers share a
+  network namespace holding only loopback, as in the `sandbox` runtime. The proxy
+  sidecar reaches the serve step (a process on this machine's loopback) through a Unix
+  socket mounted into it alone, forwarded outside to its `--upstream` (`_channel.py`,
+  `$OPENFORGE_UPSTREAM_SOCKET`). The pod's ports are still mapped to free loopback ports
+  as in the `process` runtime, and paths are not: each emptyDir is a `hostPath` to its
+  folder in the sandbox, mounted at the container path the manifest names, so artifacts
+  go in and out as in the `process` runtime.
 - **one local image** for every container (`PodmanOptions.image`, built by `make
   podman-base`), with this checkout and its venv's site-packages mounted read-only at
   their own paths: the real images (images/) cannot be built without a registry, and
@@ -27,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -35,12 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from components.core.services import ServiceError
+from components.proxy.cli import UPSTREAM_SOCKET_ENV
+from pipelines.executor._channel import CHANNEL_PATH, channel_target, forwarder_argv
 from pipelines.executor._sandbox import PodPlan
 from pipelines.executor._templating import map_manifest_text, unmark
 
 LOCAL_IMAGE = "localhost/openforge/local:0.1.0"
 POD_LABEL = "openforge.dev/runtime"  # every pod this runtime starts carries it: `podman pod ps --filter label=...`
 _POLL_S = 0.2
+_CHANNEL_VOLUME = "openforge-engine-channel"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -56,6 +62,8 @@ class PodmanOptions:
     """Folders of this machine every container sees read-only at their own path, by volume name."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables every container gets besides its manifest's (e.g. where one of those mounts is)."""
+    channel_container: str = "proxy"
+    """The one container that reaches its ``--upstream`` (the engine), through a Unix socket."""
 
     def runs(self, template: Mapping[str, Any]) -> bool:
         return template.get("name") in self.templates and not template.get("daemon")
@@ -103,6 +111,8 @@ class PodmanPod:
     options: PodmanOptions
     stop_timeout_s: float
     main: _Logs = field(init=False)
+    channel: subprocess.Popen | None = None  # the forwarder of the proxy's channel to the engine
+    channel_dir: Path | None = None
     _stopped: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -147,6 +157,14 @@ class PodmanPod:
             with log.open("wb") as out:
                 subprocess.run([podman, "logs", self._container(container)], stdout=out, stderr=subprocess.STDOUT, check=False)
         _quiet([podman, "pod", "rm", "-f", self.name])
+        if self.channel is not None:
+            self.channel.terminate()
+            try:
+                self.channel.wait(self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.channel.kill()
+        if self.channel_dir is not None:
+            shutil.rmtree(self.channel_dir, ignore_errors=True)
 
     def _container(self, name: str) -> str:
         return f"{self.name}-{name}"  # how `podman kube play` names a pod's containers
@@ -162,20 +180,50 @@ def start_podman_pod(
 ) -> PodmanPod:
     """Write the pod's Kubernetes spec into its sandbox and start it with `podman kube play`."""
     name = "openforge-" + hashlib.sha1(str(plan.sandbox).encode()).hexdigest()[:16]
-    spec = pod_spec(name, plan, template, pod_security, options)
+    proxy = next((run for run in plan.sidecars if run.name == options.channel_container), None)
+    try:
+        target = None if proxy is None else channel_target(proxy.argv)
+    except ValueError as exc:
+        raise ServiceError(f"container {options.channel_container!r}: {exc}") from None
+    channel_dir = Path(tempfile.mkdtemp(prefix="openforge-channel-")) if target else None
+    socket = channel_dir / "engine.sock" if channel_dir else None
+    spec = pod_spec(name, plan, template, pod_security, options, socket)
     path = plan.sandbox / "pod.yaml"
     path.write_text(json.dumps(spec, indent=1))  # JSON is YAML; kube play reads it as is
     _quiet([options.podman, "pod", "rm", "-f", name])  # a leftover of a killed run with this sandbox
-    played = subprocess.run([options.podman, "kube", "play", "--quiet", str(path)], capture_output=True, text=True, check=False)
-    pod = PodmanPod(name, [c["name"] for c in spec["spec"]["containers"]], log_dir, options, stop_timeout_s)
+    pod = PodmanPod(name, [c["name"] for c in spec["spec"]["containers"]], log_dir, options, stop_timeout_s, channel_dir=channel_dir)
+    if socket is not None and target is not None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        with (log_dir / "channel.log").open("wb") as log:
+            pod.channel = subprocess.Popen(
+                forwarder_argv(socket, target), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": str(_PROJECT_ROOT)},
+            )  # fmt: skip
+        _wait_for_socket(socket, pod.channel)
+    played = subprocess.run(
+        [options.podman, "kube", "play", "--quiet", "--network", "none", str(path)], capture_output=True, text=True, check=False
+    )
     if played.returncode != 0:
         pod.stop()
         raise ServiceError(f"podman kube play {path} failed: {played.stderr.strip() or played.stdout.strip()}")
     return pod
 
 
+def _wait_for_socket(socket: Path, forwarder: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not socket.exists():
+        if forwarder.poll() is not None or time.monotonic() > end:
+            raise ServiceError(f"the engine channel {socket} did not start (forwarder exit code {forwarder.poll()})")
+        time.sleep(0.02)
+
+
 def pod_spec(
-    name: str, plan: PodPlan, template: dict[str, Any], pod_security: Mapping[str, Any], options: PodmanOptions
+    name: str,
+    plan: PodPlan,
+    template: dict[str, Any],
+    pod_security: Mapping[str, Any],
+    options: PodmanOptions,
+    channel: Path | None = None,
 ) -> dict[str, Any]:
     """The template's pod as a core/v1 Pod that podman runs on this machine (see the module doc)."""
     volumes = sorted({m["name"] for c in _containers(template) for m in c.get("volumeMounts") or []})
@@ -193,19 +241,29 @@ def pod_spec(
         "kind": "Pod",
         "metadata": {"name": name, "labels": {POD_LABEL: "podman"}},
         "spec": {
-            "hostNetwork": True,
+            "hostNetwork": False,
             "restartPolicy": "Never",
             "securityContext": {**pod_security, **(template.get("securityContext") or {})},
             "containers": [
-                _container(c, n, plan, options.image, env, mounts)
+                _with_channel(_container(c, n, plan, options.image, env, mounts), channel, n == options.channel_container)
                 for c, n in zip(_containers(template), ["main", *(s["name"] for s in template.get("sidecars") or [])])
             ],
             "volumes": [
                 *({"name": v, "hostPath": {"path": str(plan.sandbox / "volumes" / v), "type": "Directory"}} for v in volumes),
                 *({"name": n, "hostPath": {"path": str(p), "type": "Directory"}} for n, p in mounts.items()),
+                *([{"name": _CHANNEL_VOLUME, "hostPath": {"path": str(channel), "type": "Socket"}}] if channel else []),
             ],
         },
     }
+
+
+def _with_channel(container: dict[str, Any], channel: Path | None, is_proxy: bool) -> dict[str, Any]:
+    """The proxy container, and only it, gets the socket to the engine and the variable naming it."""
+    if channel is None or not is_proxy:
+        return container
+    mount = {"name": _CHANNEL_VOLUME, "mountPath": CHANNEL_PATH}
+    variable = {"name": UPSTREAM_SOCKET_ENV, "value": CHANNEL_PATH}
+    return {**container, "env": [*container["env"], variable], "volumeMounts": [*container["volumeMounts"], mount]}
 
 
 def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:

@@ -109,12 +109,14 @@ def test_podman_runtime_runs_rollouts_as_pods_with_the_process_runtimes_trajecto
     run_experiment(by_podman, console=console, workdir=tmp_path / "podman", runtime="podman")
 
     # Every rollout, and nothing else, ran as a pod: harness container plus proxy sidecar,
-    # on the host network, as the user the manifest names.
+    # off the host network (the proxy reaches the engine through its channel), as the user
+    # the manifest names.
     assert len(pods) == 4
     for pod in pods:
         spec = pod["spec"]
         assert [c["name"] for c in spec["containers"]] == ["main", "proxy"]
-        assert spec["hostNetwork"] is True and spec["securityContext"]["runAsUser"] == 1000
+        assert spec["hostNetwork"] is False and spec["securityContext"]["runAsUser"] == 1000
+        assert [v["hostPath"]["type"] for v in spec["volumes"]].count("Socket") == 1
         assert spec["containers"][0]["command"][:3] == ["openforge", "step", "rollout"]
     leftover = subprocess.run(
         ["podman", "pod", "ps", "-q", "--filter", "label=openforge.dev/runtime"], capture_output=True, text=True, check=True

@@ -23,7 +23,7 @@ import pytest
 
 from components.core.storage import open_store
 from pipelines.executor import ExecutorOptions, SandboxOptions, execute_workflow, sandbox_problem
-from pipelines.executor._isolation import CHANNEL_PATH
+from pipelines.executor._channel import CHANNEL_PATH
 from tests.pipelines.executor.manifests import dag, inputs, pod, task, workflow
 
 pytestmark = pytest.mark.skipif(bool(sandbox_problem()), reason=f"no sandbox here: {sandbox_problem()}")

@@ -1,5 +1,6 @@
-"""The pod `--runtime podman` hands to `podman kube play`: the template's own containers, on the
-host network with the pod's ports mapped, volumes onto the sandbox, the manifest's users."""
+"""The pod `--runtime podman` hands to `podman kube play`: the template's own containers, off
+the host network (the proxy alone gets the engine's channel), the pod's ports mapped, volumes
+onto the sandbox, the manifest's users."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from components.proxy.cli import UPSTREAM_SOCKET_ENV
+from pipelines.executor._channel import CHANNEL_PATH
 from pipelines.executor._podman import PodmanOptions, pod_spec, podman_problem
 from pipelines.executor._sandbox import PodPlan, plan_pod
 from pipelines.executor._templating import mark
@@ -54,14 +57,28 @@ def test_pod_keeps_the_templates_containers_users_and_container_paths(tmp_path: 
     assert (plan.sandbox / "volumes" / "work").stat().st_mode & 0o777 == 0o777  # writable by user 1000
 
 
-def test_pod_runs_on_the_host_network_with_the_pods_ports_mapped_to_free_ones(tmp_path: Path) -> None:
+def test_pod_runs_off_the_host_network_with_the_pods_ports_mapped_to_free_ones(tmp_path: Path) -> None:
     spec, plan = _spec(tmp_path)
     main, proxy = spec["spec"]["containers"]
     port = plan.ports.ports[8100]
-    assert spec["spec"]["hostNetwork"] is True
+    assert spec["spec"]["hostNetwork"] is False
     assert proxy["command"][-2:] == ["--port", str(port)]
     assert f"http://127.0.0.1:{port}" in main["command"]
     assert "http://127.0.0.1:41234" in proxy["command"]  # the serve address is data: left as given
+
+
+def test_only_the_proxy_gets_the_channel_to_the_engine(tmp_path: Path) -> None:
+    plan = plan_pod(TEMPLATE, {}, tmp_path / "sandbox", tmp_path, {}, "test")
+    socket = tmp_path / "engine.sock"
+    spec = pod_spec("openforge-test", plan, TEMPLATE, {}, PodmanOptions(image="local:1"), socket)
+    main, proxy = spec["spec"]["containers"]
+
+    channel = [v for v in spec["spec"]["volumes"] if v["hostPath"]["type"] == "Socket"]
+    assert channel == [{"name": channel[0]["name"], "hostPath": {"path": str(socket), "type": "Socket"}}]
+    assert {"name": channel[0]["name"], "mountPath": CHANNEL_PATH} in proxy["volumeMounts"]
+    assert {"name": UPSTREAM_SOCKET_ENV, "value": CHANNEL_PATH} in proxy["env"]
+    assert all(m["name"] != channel[0]["name"] for m in main["volumeMounts"])
+    assert all(e["name"] != UPSTREAM_SOCKET_ENV for e in main["env"])
 
 
 def test_pod_uses_the_local_image_with_the_checkout_mounted_read_only(tmp_path: Path) -> None:
