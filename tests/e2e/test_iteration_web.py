@@ -27,12 +27,14 @@ from components.core.images import pointer_parts, rebuild_request, referenced_im
 from components.core.storage import ArtifactStore, RunLayout, get_dir, open_store
 from components.core.trajectory import RecordedCall
 from components.rollout.harnesses import get_harness
+from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "web.yaml"
 TASK = REPO / "examples" / "tasks" / "web" / "web-form-submit-1"
 NOISE = 0.01
+RUNTIME = "process" if sandbox_problem() else "sandbox"  # where namespaces cannot be made, still test the GUI path
 
 # Runs the task's verify.py and passes its verdict through, its reward plus noise in [0, NOISE).
 _NOISY_VERIFY = f"""\
@@ -85,7 +87,8 @@ def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
             "tracking": example.tracking.model_copy(update={"uri": tracking_uri}),
         }
     )
-    logged = run_experiment(config, console=Console(file=io.StringIO(), width=160), workdir=tmp_path / ".openforge")
+    # `openforge run`'s default runtime: browser-use and the runner's Chromium in a sandboxed pod.
+    logged = run_experiment(config, console=Console(file=io.StringIO(), width=160), workdir=tmp_path / ".openforge", runtime=RUNTIME)
 
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     rollout_ids = [r["rollout_id"] for r in json.loads(store.get_bytes(layout.plan(0)))["rollouts"]]
