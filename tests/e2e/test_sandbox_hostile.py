@@ -1,7 +1,7 @@
 """A hostile policy inside a real harness, in `openforge run`'s default sandbox runtime.
 
 The dev engine's choice mode, with one candidate per turn, forces the policy's turns: the
-reference harness runs a shell command that tries, in one rollout, to read a secret in
+reference harness, then Claude Code, runs a shell command that tries, in one rollout, to read a secret in
 the invoking user's home, write outside its workspace, rewrite the run's rewards and a
 checkpoint in the `file://` store, reach any service on loopback (the engine, an MLflow
 stand-in, the other rollout's proxy: every port is tried), resolve and reach an outside
@@ -26,6 +26,7 @@ from rich.console import Console
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
+from components.rollout.harnesses import get_harness
 from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
 
@@ -97,9 +98,13 @@ def _task(root: Path, secret: Path, store: Path, project: Path, bystander: int) 
     return task
 
 
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("harness", ["reference", "claude-code"])
 def test_every_way_out_of_a_sandboxed_rollout_fails_and_the_rollout_is_graded(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    if not get_harness(harness).is_installed():
+        pytest.skip(f"{harness} is not installed: run `openforge harness install {harness}` (make test does)")
     home = tmp_path / "home"
     home.mkdir()
     (home / "id_key").write_text("secret")
@@ -115,7 +120,7 @@ def test_every_way_out_of_a_sandboxed_rollout_fails_and_the_rollout_is_graded(
             "iterations": 1,
             "engine": {"dev_mode": "choice"},
             "tasks": {"source": str(tmp_path / "tasks")},
-            "harness": {"max_turns": 3, "max_tokens": 512},  # room for the whole forced tool call
+            "harness": {"name": harness, "max_turns": 3, "max_tokens": 512},  # room for the whole forced tool call
             "rollout": {"samples_per_task": 2, "concurrency": 2, "time_limit_s": 240, "tmp_mb": TMP_MB},
             "algorithm": {"allow_empty_update": True},
             "storage": {"uri": f"file://{store}"},
