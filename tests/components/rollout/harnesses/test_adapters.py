@@ -88,6 +88,17 @@ def test_codex_gets_a_private_codex_home_with_the_responses_provider(run: Harnes
     assert command.argv[command.argv.index("--cd") + 1] == str(run.workspace)
 
 
+def test_codex_leaves_its_own_sandbox_off_only_when_the_runner_confines_it(run: HarnessRun, tmp_path: Path) -> None:
+    adapter = _installed("codex", tmp_path / "harnesses")
+
+    confined = adapter.command(dataclasses.replace(run, confined=True)).argv
+    unconfined = adapter.command(dataclasses.replace(run, confined=False)).argv
+
+    assert "--dangerously-bypass-approvals-and-sandbox" in confined and "--sandbox" not in confined
+    assert "--dangerously-bypass-approvals-and-sandbox" not in unconfined
+    assert unconfined[unconfined.index("--sandbox") + 1] == "workspace-write"
+
+
 def test_openclaw_reads_a_config_file_and_the_prompt_from_a_file(run: HarnessRun, tmp_path: Path) -> None:
     adapter = _installed("openclaw", tmp_path / "harnesses")
 
