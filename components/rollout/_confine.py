@@ -32,8 +32,10 @@ _PROBE_TIMEOUT_S = 30
 def confined(argv: Sequence[str], hidden: Sequence[Path], writable: Sequence[Path] = ()) -> list[str]:
     """``argv`` in its own user and PID namespaces: the file system read-only but ``writable``
     (and a fresh ``/dev/shm``), ``hidden`` folders covered."""
-    # Parents first: a folder bound after one inside it would cover that one.
-    opened = [arg for path in sorted(writable, key=lambda p: len(p.parts)) for arg in ("--bind", str(path), str(path))]
+    # Only the outermost: a folder bound inside another bound one would become a mount
+    # point, which the harness could then not delete (an agent's `rm -rf` of its workspace).
+    outermost = [p for p in writable if not any(p != q and p.is_relative_to(q) for q in writable)]
+    opened = [arg for path in sorted(set(outermost), key=lambda p: len(p.parts)) for arg in ("--bind", str(path), str(path))]
     covers = [arg for path in hidden for arg in ("--tmpfs", str(path))]
     return [
         "bwrap", "--unshare-user", "--unshare-pid", "--die-with-parent",
