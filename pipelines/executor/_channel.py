@@ -20,6 +20,10 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the forwarder itself (python -m) imports nothing of the project
+    from pipelines.executor._sandbox import ContainerRun
 
 _CHUNK = 1 << 16
 
@@ -68,15 +72,21 @@ async def serve(socket_path: str, host: str, port: int, ready: asyncio.Event | N
 CHANNEL_PATH = "/run/openforge/engine.sock"  # where the proxy sidecar finds the channel, in its own file system
 
 
-def channel_target(argv: Sequence[str]) -> str | None:
-    """``HOST:PORT`` of the ``--upstream`` in a container's command line; None when it has none."""
+CHANNEL_CONTAINER = "proxy"  # the pod's one container that reaches the engine (the compiled proxy sidecar)
+
+
+def channel_target(sidecars: Sequence[ContainerRun], container: str = CHANNEL_CONTAINER) -> str | None:
+    """``HOST:PORT`` of ``container``'s ``--upstream``; None when the pod has no such container or flag."""
     from urllib.parse import urlsplit
 
+    from components.core.services import ServiceError
+
+    argv = next((run.argv for run in sidecars if run.name == container), [])
     if "--upstream" not in argv[:-1]:
         return None
-    url = urlsplit(argv[list(argv).index("--upstream") + 1])
+    url = urlsplit(argv[argv.index("--upstream") + 1])
     if url.scheme != "http" or not url.hostname:
-        raise ValueError(f"--upstream {url.geturl()!r} is not an http:// address to forward")
+        raise ServiceError(f"container {container!r}: --upstream {url.geturl()!r} is not an http:// address to forward")
     return f"{url.hostname}:{url.port or 80}"
 
 

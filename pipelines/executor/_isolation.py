@@ -23,6 +23,7 @@ runtime"):
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -36,7 +37,7 @@ from typing import Any
 
 from components.core.services import Service, ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
-from pipelines.executor._channel import CHANNEL_PATH, channel_target, forwarder_argv
+from pipelines.executor._channel import CHANNEL_CONTAINER, CHANNEL_PATH, channel_target, forwarder_argv
 from pipelines.executor._processes import ProcessRegistry, RunningPod
 from pipelines.executor._sandbox import ContainerRun, PodPlan
 
@@ -71,7 +72,7 @@ class SandboxOptions:
     """Folders no sandboxed container sees (each covered by an empty tmpfs), besides the defaults."""
     readable: tuple[Path, ...] = ()
     """Folders shown read-only again inside hidden ones (harness installs), besides this checkout and its Python."""
-    channel_container: str = "proxy"
+    channel_container: str = CHANNEL_CONTAINER
     """The one container that reaches its ``--upstream`` (the engine), through a Unix socket."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables every sandboxed container gets besides its manifest's (where the harnesses are)."""
@@ -122,8 +123,9 @@ def _mount_point(path: Path, hidden: set[Path]) -> list[str]:
     return args
 
 
+@functools.cache
 def sandbox_problem() -> str | None:
-    """Why pods cannot be sandboxed here, with the fix; None when they can."""
+    """Why pods cannot be sandboxed here, with the fix; None when they can (probed once per process)."""
     if not sys.platform.startswith("linux"):
         return "the sandbox runtime needs Linux namespaces; use --runtime podman or --runtime process"
     missing = [tool for tool in ("bwrap", "unshare", "nsenter", "setpriv") if shutil.which(tool) is None]
@@ -245,11 +247,7 @@ def _holder_run(plan: PodPlan) -> ContainerRun:
 
 def _channel_run(plan: PodPlan, options: SandboxOptions, socket_path: Path) -> ContainerRun | None:
     """The forwarder for the channel container's ``--upstream``; None when the pod has no such container."""
-    container = next((run for run in plan.sidecars if run.name == options.channel_container), None)
-    try:
-        target = None if container is None else channel_target(container.argv)
-    except ValueError as exc:
-        raise ServiceError(f"container {options.channel_container!r}: {exc}") from None
+    target = channel_target(plan.sidecars, options.channel_container)
     if target is None:
         return None
     argv = forwarder_argv(socket_path, target)

@@ -39,7 +39,7 @@ from typing import Any
 
 from components.core.services import ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
-from pipelines.executor._channel import CHANNEL_PATH, channel_target, forwarder_argv
+from pipelines.executor._channel import CHANNEL_CONTAINER, CHANNEL_PATH, channel_target, forwarder_argv
 from pipelines.executor._sandbox import PodPlan
 from pipelines.executor._templating import map_manifest_text, unmark
 
@@ -62,7 +62,7 @@ class PodmanOptions:
     """Folders of this machine every container sees read-only at their own path, by volume name."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables every container gets besides its manifest's (e.g. where one of those mounts is)."""
-    channel_container: str = "proxy"
+    channel_container: str = CHANNEL_CONTAINER
     """The one container that reaches its ``--upstream`` (the engine), through a Unix socket."""
 
     def runs(self, template: Mapping[str, Any]) -> bool:
@@ -180,11 +180,7 @@ def start_podman_pod(
 ) -> PodmanPod:
     """Write the pod's Kubernetes spec into its sandbox and start it with `podman kube play`."""
     name = "openforge-" + hashlib.sha1(str(plan.sandbox).encode()).hexdigest()[:16]
-    proxy = next((run for run in plan.sidecars if run.name == options.channel_container), None)
-    try:
-        target = None if proxy is None else channel_target(proxy.argv)
-    except ValueError as exc:
-        raise ServiceError(f"container {options.channel_container!r}: {exc}") from None
+    target = channel_target(plan.sidecars, options.channel_container)
     channel_dir = Path(tempfile.mkdtemp(prefix="openforge-channel-")) if target else None
     socket = channel_dir / "engine.sock" if channel_dir else None
     spec = pod_spec(name, plan, template, pod_security, options, socket)

@@ -10,17 +10,14 @@ from typing import Any
 
 import pytest
 
-from components.core.config import AlgorithmConfig, ExperimentConfig
+from components.core.config import AlgorithmConfig
 from components.core.outcome import RewardRecord, RolloutStatus
-from components.core.services import free_port, openforge_argv, start_service
-from components.core.trajectory import RecordedCall, read_session
-from components.rollout.harnesses import get_harness
-from components.rollout.runner import run_rollout
+from components.core.trajectory import RecordedCall
 from components.trainer.batch import build_batch
 from components.trainer.rows import merge_calls
-from tests.e2e.test_harnesses import ANSWER, SHELL_WRITE, WRITE_FILE, _task
+from tests.e2e._proxied_rollout import run_proxied_rollout
+from tests.e2e.test_harnesses import ANSWER, SHELL_WRITE, WRITE_FILE
 
-REPO = Path(__file__).resolve().parents[2]
 SUBAGENT_PROMPT = "Report whether greeting.txt exists in the current directory."
 # Claude Code's Agent tool (its Task tool before 2.1), run in the foreground so the parent
 # waits for it. Explore is a subagent type without the Agent tool: the subagent's first
@@ -42,35 +39,10 @@ SCRIPTS = {
 
 
 def _run(harness: str, make_dev_engine: Any, tmp_path: Path) -> list[RecordedCall]:
-    adapter = get_harness(harness)
-    if not adapter.is_installed():
-        pytest.skip(f"{harness} {adapter.version} is not installed: run `openforge harness install {harness}`")
-    engine = make_dev_engine(SCRIPTS[harness])
-    port = free_port()
-    sessions = tmp_path / "sessions"
-    argv = openforge_argv("proxy", "--upstream", engine.url, "--out", str(sessions), "--port", str(port), "--training")
-    config = ExperimentConfig.model_validate(
-        {
-            "name": "branches-e2e",
-            "tasks": {"source": "unused"},
-            "harness": {"name": harness, "max_turns": 8, "max_tokens": 256},
-            "rollout": {"time_limit_s": 300},
-        }
-    )
-    with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
-        outcome = run_rollout(
-            config,
-            iteration=0,
-            rollout_id="write-greeting-s0",
-            task_dir=_task(tmp_path / "tasks"),
-            proxy_url=proxy.url,
-            trajectory=sessions / "write-greeting-s0.jsonl",
-            out_dir=tmp_path / "out",
-            adapter=adapter,
-        )
-        proxy_log = proxy.log_tail()
-    assert outcome.status is RolloutStatus.OK, f"{outcome.details}\n--- proxy ---\n{proxy_log}"
-    return read_session(sessions / "write-greeting-s0.jsonl")
+    settings = {"harness": {"max_turns": 8, "max_tokens": 256}, "rollout": {"time_limit_s": 300}}
+    ran = run_proxied_rollout(harness, make_dev_engine(SCRIPTS[harness]).url, tmp_path, "branches-e2e", settings)
+    assert ran.outcome.status is RolloutStatus.OK, f"{ran.outcome.details}\n--- proxy ---\n{ran.proxy_log}"
+    return ran.calls
 
 
 def _sampled(calls: list[RecordedCall]) -> int:

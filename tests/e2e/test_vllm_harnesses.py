@@ -18,18 +18,11 @@ from typing import Any
 
 import pytest
 from tests.conftest import VLLM_POLICY_VERSION
-from tests.e2e.test_harnesses import _task
+from tests.e2e._proxied_rollout import ROLLOUT_ID, run_proxied_rollout
 
-from components.core.config import ExperimentConfig
 from components.core.outcome import RolloutStatus
-from components.core.services import free_port, openforge_argv, start_service
-from components.core.trajectory import read_session
-from components.rollout.harnesses import get_harness
-from components.rollout.runner import run_rollout
 from components.trainer.rows import merge_calls
 
-REPO = Path(__file__).resolve().parents[2]
-ROLLOUT_ID = "write-greeting-s0"
 # A harness's own failure (Claude Code exits 1 after its fourth answer cut at max_tokens)
 # is the random policy's doing; the records must be whole either way.
 ENDINGS = {RolloutStatus.OK, RolloutStatus.HARNESS_ERROR}
@@ -41,43 +34,18 @@ ENDINGS = {RolloutStatus.OK, RolloutStatus.HARNESS_ERROR}
 def test_a_real_harness_on_real_vllm_records_vllms_tokens_and_continues_its_row(
     harness: str, vllm_engine: Any, tmp_path: Path
 ) -> None:
-    adapter = get_harness(harness)
-    if not adapter.is_installed():
-        pytest.skip(f"{harness} {adapter.version} is not installed: run `openforge harness install {harness}`")
-    sessions = tmp_path / "sessions"
-    port = free_port()
-    argv = openforge_argv("proxy", "--upstream", vllm_engine.url, "--out", str(sessions), "--port", str(port), "--training")
-    config = ExperimentConfig.model_validate(
-        {
-            "name": "vllm-harness-e2e",
-            "tasks": {"source": "unused"},
-            # 128 tokens, as examples/claude-code.yaml: short answers, cut often.
-            "harness": {"name": harness, "max_turns": 6, "max_tokens": 128},
-            "rollout": {"time_limit_s": 600},
-        }
-    )
-    with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
-        outcome = run_rollout(
-            config,
-            iteration=0,
-            rollout_id=ROLLOUT_ID,
-            task_dir=_task(tmp_path / "tasks"),
-            proxy_url=proxy.url,
-            trajectory=sessions / f"{ROLLOUT_ID}.jsonl",
-            out_dir=tmp_path / "out",
-            adapter=adapter,
-        )
-        proxy_log = proxy.log_tail()
-    calls = read_session(sessions / f"{ROLLOUT_ID}.jsonl")
-    agent = [c for c in calls if c.ok and not c.tags.get("side_call")]
+    # 128 tokens, as examples/claude-code.yaml: short answers, cut often.
+    settings = {"harness": {"max_turns": 6, "max_tokens": 128}, "rollout": {"time_limit_s": 600}}
+    ran = run_proxied_rollout(harness, vllm_engine.url, tmp_path, "vllm-harness-e2e", settings)
+    agent = [c for c in ran.calls if c.ok and not c.tags.get("side_call")]
 
-    assert outcome.status in ENDINGS and agent, f"{outcome.status}: {outcome.details}\n--- proxy ---\n{proxy_log}"
+    assert ran.outcome.status in ENDINGS and agent, f"{ran.outcome.status}: {ran.outcome.details}\n--- proxy ---\n{ran.proxy_log}"
     for call in agent:
         assert call.policy_version == VLLM_POLICY_VERSION
         assert len(call.completion_token_ids) == len(call.completion_logprobs) > 0
         assert all(logprob <= 0 for logprob in call.completion_logprobs)
         assert len(call.prompt_token_ids) > 1000  # the harness's whole system prompt and tools, as vLLM saw them
-    rows, counts = merge_calls(ROLLOUT_ID, calls, temperature=1.0)
+    rows, counts = merge_calls(ROLLOUT_ID, ran.calls, temperature=1.0)
     assert (counts.breaks, counts.continuations, len(rows)) == (0, len(agent) - 1, 1), counts
     assert [c.provenance.path for c in agent[1:]] == ["tokens"] * (len(agent) - 1)
     if harness == "claude-code":

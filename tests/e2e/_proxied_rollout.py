@@ -1,0 +1,63 @@
+"""One rollout of a real harness through a real recording proxy (training mode) to an engine.
+
+Shared by the end-to-end tests that vary the engine (the scripted dev engine, real vLLM)
+or what they check of the records; the task is test_harnesses.py's write-greeting task.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.e2e.test_harnesses import _task
+
+from components.core.config import ExperimentConfig
+from components.core.outcome import Outcome
+from components.core.services import free_port, openforge_argv, start_service
+from components.core.trajectory import RecordedCall, read_session
+from components.rollout.harnesses import get_harness
+from components.rollout.runner import run_rollout
+
+REPO = Path(__file__).resolve().parents[2]
+ROLLOUT_ID = "write-greeting-s0"
+
+
+@dataclass(frozen=True)
+class ProxiedRollout:
+    outcome: Outcome
+    calls: list[RecordedCall]
+    proxy_log: str  # the tail, for a failure message
+
+
+def run_proxied_rollout(harness: str, upstream: str, tmp_path: Path, name: str, settings: dict[str, Any]) -> ProxiedRollout:
+    """Run ``harness`` (skipped, naming the install command, when missing) with ``settings``
+    (the config's ``harness`` and ``rollout`` sections) against ``upstream``."""
+    adapter = get_harness(harness)
+    if not adapter.is_installed():
+        pytest.skip(f"{harness} {adapter.version} is not installed: run `openforge harness install {harness}`")
+    port = free_port()
+    sessions = tmp_path / "sessions"
+    argv = openforge_argv("proxy", "--upstream", upstream, "--out", str(sessions), "--port", str(port), "--training")
+    config = ExperimentConfig.model_validate(
+        {
+            "name": name,
+            "tasks": {"source": "unused"},
+            "harness": {"name": harness, **settings["harness"]},
+            "rollout": settings["rollout"],
+        }
+    )
+    with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
+        outcome = run_rollout(
+            config,
+            iteration=0,
+            rollout_id=ROLLOUT_ID,
+            task_dir=_task(tmp_path / "tasks"),
+            proxy_url=proxy.url,
+            trajectory=sessions / f"{ROLLOUT_ID}.jsonl",
+            out_dir=tmp_path / "out",
+            adapter=adapter,
+        )
+        proxy_log = proxy.log_tail()
+    return ProxiedRollout(outcome, read_session(sessions / f"{ROLLOUT_ID}.jsonl"), proxy_log)
