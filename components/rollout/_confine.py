@@ -14,6 +14,9 @@ reads it. So the harness runs under bubblewrap in user and PID namespaces of its
   over the same workspace);
 - everything else (the display, loopback, the engine's proxy) is as it was.
 
+The verifier runs the same way (the task folder then readable, the trajectory folder still
+covered): graders of code import what the agent wrote, which is model-written too.
+
 It needs bubblewrap and user namespaces; where they are missing the harness runs without
 it and the outcome says so (``notes``). docs/reliability.md lists the boundaries.
 """

@@ -219,8 +219,8 @@ class _Rollout:
         command = adapter.command(run)
         argv = command.argv
         if unconfined is None:
-            writable = [p for p in (workspace, scratch, Path(tempfile.gettempdir())) if p.is_dir()]
-            argv = confined(command.argv, self._hidden_from_harness(workspace, scratch), writable)
+            hidden = self._hidden((self.task_dir, self.trajectory.parent), workspace, scratch)
+            argv = confined(command.argv, hidden, _writable(workspace, scratch))
         steps = CallCounter(self.trajectory, self.config.harness.max_turns) if gui or desktop else None
         cap_mb = self.config.rollout.max_output_mb
         result = run_in_session(
@@ -259,11 +259,12 @@ class _Rollout:
             return _FAILED
         return _ENDED
 
-    def _hidden_from_harness(self, workspace: Path, scratch: Path) -> list[Path]:
-        """The grader's folder and the records of the harness's own calls (components/rollout/_confine.py)."""
-        candidates = (self.task_dir.absolute(), self.trajectory.parent.absolute())
+    @staticmethod
+    def _hidden(candidates: tuple[Path, ...], workspace: Path, scratch: Path) -> list[Path]:
+        """The ``candidates`` that can be covered without covering the rollout's own folders
+        (components/rollout/_confine.py)."""
         own = (workspace.absolute(), scratch.absolute())
-        return [p for p in candidates if p.is_dir() and not any(o.is_relative_to(p) for o in own)]
+        return [p.absolute() for p in candidates if p.is_dir() and not any(o.is_relative_to(p.absolute()) for o in own)]
 
     def _judge_failure(self, attempt: int) -> None:
         """Blame the engine, the context or the agent for a failed harness run (see _failures.py)."""
@@ -289,8 +290,15 @@ class _Rollout:
         scratch.mkdir(parents=True, exist_ok=True)
         answer_file = scratch / "final_answer.txt"
         answer_file.write_text(self.record.final_answer or "")
+        argv = task.verifier_argv(workspace)
+        # The verifier runs the agent's code (its tests import what the agent wrote), so it
+        # is confined too, in a fresh namespace: it reads the task, never the call records.
+        self.record.extra["verifier_confined"] = confinement_problem() is None
+        if confinement_problem() is None:
+            hidden = self._hidden((self.trajectory.parent,), workspace, scratch)
+            argv = confined(argv, hidden, _writable(workspace, scratch))
         result = run_in_session(
-            task.verifier_argv(workspace),
+            argv,
             cwd=workspace,
             env={
                 **env,
@@ -384,3 +392,8 @@ def _isolated_env(home: Path, proxy_env: dict[str, str]) -> dict[str, str]:
     env.update(proxy_env)
     env["HOME"] = str(home)
     return env
+
+
+def _writable(workspace: Path, scratch: Path) -> list[Path]:
+    """What a confined harness or verifier may write: its folders and /tmp."""
+    return [p for p in (workspace, scratch, Path(tempfile.gettempdir())) if p.is_dir()]

@@ -111,3 +111,12 @@ def test_rollout_containers_run_read_only_with_scratch_volumes_for_writable_path
         mounts = {m["mountPath"] for m in container["volumeMounts"]}
         assert "/tmp" in mounts and "/work" in mounts, container["name"]
     assert "/home/openforge" in {m["mountPath"] for m in rollout["container"]["volumeMounts"]}
+
+
+def test_no_rollout_container_opens_a_way_around_the_policies() -> None:
+    # A NetworkPolicy does not apply to the host's network: hostNetwork or a hostPort in the
+    # rollout pod would bypass every rule above (hostPath volumes: the scratch-volume test).
+    rollout = template(_template_doc(), "rollout")
+    assert not rollout.get("hostNetwork") and "hostNetwork" not in rollout.get("podSpecPatch", "")
+    for container in (rollout["container"], *rollout["sidecars"]):
+        assert all("hostPort" not in port for port in container.get("ports", [])), container["name"]

@@ -56,3 +56,38 @@ def test_a_hostile_harness_cannot_touch_its_grader_its_records_or_the_verifiers_
     assert outcome.extra["harness_confined"] is True
     assert verify.read_bytes() == original
     assert (records / "grader-s0.jsonl").read_text() == '{"recorded": true}\n'
+
+
+# The verifier runs what the agent wrote, as graders of code do.
+RUNS_THE_AGENTS_CODE = """
+import runpy, sys
+runpy.run_path("solution.py")
+sys.exit(0)
+"""
+
+
+def test_the_agents_code_run_by_the_verifier_cannot_rewrite_the_records_of_its_calls(
+    proxy, rollout_config, make_task, tmp_path: Path
+) -> None:
+    task = make_task("graded-code", verify=textwrap.dedent(RUNS_THE_AGENTS_CODE))
+    records = tmp_path / "trajectories"
+    (records / "graded-code-s0.jsonl").write_text('{"recorded": true}\n')
+    target = records / "graded-code-s0.jsonl"
+    hostile = PythonHarness(f"""
+        import os
+        open("solution.py", "w").write(
+            "import pathlib\\n"
+            "try:\\n"
+            "    pathlib.Path({str(target)!r}).write_text('{{}}')\\n"
+            "    pathlib.Path('struck.txt').write_text('rewrote the records')\\n"
+            "except OSError as exc:\\n"
+            "    pathlib.Path('struck.txt').write_text('blocked: ' + type(exc).__name__)\\n"
+        )
+        open(os.environ["ANSWER_FILE"], "w").write("done")
+    """)
+
+    outcome = _rollout(rollout_config(), task, proxy.url, tmp_path, adapter=hostile)
+
+    assert (outcome.status, outcome.passed) == (RolloutStatus.OK, True), (outcome.details, outcome.verifier_output)
+    assert outcome.extra["verifier_confined"] is True
+    assert target.read_text() == '{"recorded": true}\n'
