@@ -46,6 +46,14 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_vl_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seed-0 tiny Qwen2-VL model, written once per test session."""
+    from components.engine.tiny_vl_model import init_tiny_vl_model
+
+    return init_tiny_vl_model(tmp_path_factory.mktemp("models") / "tiny-vl-seed0", seed=0)
+
+
+@pytest.fixture(scope="session")
 def make_dev_engine(
     tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[..., EngineServer]]:

@@ -4,11 +4,15 @@ Follows what vLLM does before it applies a HuggingFace chat template: text conte
 are joined with newlines, and the JSON-string ``arguments`` of assistant tool calls are
 parsed into objects (tool-use templates such as Qwen2.5's expect a mapping there).
 
-The tiny model reads no pixels. An ``image_url`` part (a base64 data URL) becomes a
-placeholder text, ``<|image:`` + the first 16 hex digits of the SHA-256 of the image
-bytes + ``|>``, in its place among the text parts: the prompt differs per image, the same
-image always gives the same token ids, and the whole multimodal pipeline (harness, proxy,
-records, trainer rows) runs on a CPU. docs/engine.md documents the encoding.
+A vision-language model (``images`` given) gets each ``image_url`` part (a base64 data
+URL) as Qwen2-VL's image marker in its place among the text parts, and its bytes in
+``images``, in prompt order, for the processor (components/engine/_vision.py).
+
+The tiny text model reads no pixels: an image part becomes a placeholder text,
+``<|image:`` + the first 16 hex digits of the SHA-256 of the image bytes + ``|>``: the
+prompt differs per image, the same image always gives the same token ids, and the whole
+multimodal pipeline (harness, proxy, records, trainer rows) runs on a CPU with a text
+model. docs/engine.md documents both.
 """
 
 from __future__ import annotations
@@ -19,29 +23,33 @@ import json
 from typing import Any
 
 from components.engine._protocol import ApiError
+from components.engine.tiny_vl_model import IMAGE_MARKER
 
 IMAGE_PLACEHOLDER = "<|image:{digest}|>"
 
 _END_OF_TURN = "<|im_end|>"
 
 
-def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Return template-ready copies of the request's messages; ApiError if malformed."""
-    return [_normalize(index, message) for index, message in enumerate(messages)]
+def normalize_messages(messages: list[dict[str, Any]], images: list[bytes] | None = None) -> list[dict[str, Any]]:
+    """Return template-ready copies of the request's messages; ApiError if malformed.
+
+    With ``images`` (a vision-language model), image parts become the image marker and
+    their bytes are appended to ``images``; without, the hash placeholder."""
+    return [_normalize(index, message, images) for index, message in enumerate(messages)]
 
 
-def _normalize(index: int, message: Any) -> dict[str, Any]:
+def _normalize(index: int, message: Any, images: list[bytes] | None) -> dict[str, Any]:
     where = f"messages[{index}]"
     if not isinstance(message, dict) or not isinstance(message.get("role"), str):
         raise ApiError(f"`{where}` must be an object with a string `role`", param=where)
     out = dict(message)
-    out["content"] = _text_content(out.get("content"), where)
+    out["content"] = _text_content(out.get("content"), where, images)
     if out.get("tool_calls"):
         out["tool_calls"] = [_parse_tool_call(tc, f"{where}.tool_calls[{i}]") for i, tc in enumerate(out["tool_calls"])]
     return out
 
 
-def _text_content(content: Any, where: str) -> str:
+def _text_content(content: Any, where: str, images: list[bytes] | None) -> str:
     if content is None:
         return ""
     if isinstance(content, str):
@@ -52,7 +60,12 @@ def _text_content(content: Any, where: str) -> str:
             if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
                 texts.append(part["text"])
             elif isinstance(part, dict) and part.get("type") == "image_url":
-                texts.append(image_placeholder(part.get("image_url"), f"{where}.content[{i}]", f"{where}.content"))
+                data = image_bytes(part.get("image_url"), f"{where}.content[{i}]", f"{where}.content")
+                if images is None:
+                    texts.append(IMAGE_PLACEHOLDER.format(digest=hashlib.sha256(data).hexdigest()[:16]))
+                else:
+                    images.append(data)
+                    texts.append(IMAGE_MARKER)
             elif isinstance(part, str):
                 texts.append(part)
             else:
@@ -65,8 +78,8 @@ def _text_content(content: Any, where: str) -> str:
     raise ApiError(f"`{where}.content` must be a string or a list of text parts", param=f"{where}.content")
 
 
-def image_placeholder(image_url: Any, where: str, param: str) -> str:
-    """The text an image part stands as: its bytes' hash, so prompts differ per image, deterministically."""
+def image_bytes(image_url: Any, where: str, param: str) -> bytes:
+    """The bytes of an image part's base64 data URL; ApiError for anything else."""
     url = image_url.get("url") if isinstance(image_url, dict) else image_url
     header, comma, payload = url.partition(",") if isinstance(url, str) else ("", "", "")
     if not (header.startswith("data:") and header.endswith(";base64") and comma):
@@ -75,10 +88,9 @@ def image_placeholder(image_url: Any, where: str, param: str) -> str:
             param=param,
         )
     try:
-        data = binascii.a2b_base64(payload, strict_mode=True)
+        return binascii.a2b_base64(payload, strict_mode=True)
     except (binascii.Error, ValueError) as exc:
         raise ApiError(f"`{where}` is not valid base64 ({exc})", param=param) from None
-    return IMAGE_PLACEHOLDER.format(digest=hashlib.sha256(data).hexdigest()[:16])
 
 
 def _parse_tool_call(tool_call: Any, where: str) -> dict[str, Any]:

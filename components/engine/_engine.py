@@ -12,7 +12,8 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, TypeVar
 
-from components.engine._generation import Job, ModelRunner, ScriptedReply, Step
+from components.engine._generation import ChoiceReply, Job, ModelRunner, ScriptedReply, Step
+from components.engine._vision import VisionInputs
 from components.engine._sampling import SamplingParams
 
 _T = TypeVar("_T")
@@ -35,7 +36,11 @@ class DevEngine:
         return await asyncio.get_running_loop().run_in_executor(self._preparation, fn, *args)
 
     async def generate(
-        self, prompt_ids: list[int], params: SamplingParams, reply: ScriptedReply | None = None
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        reply: ScriptedReply | ChoiceReply | None = None,
+        vision: VisionInputs | None = None,
     ) -> AsyncIterator[Step]:
         """Yield steps as they are generated; closing the iterator early cancels the job."""
         loop = asyncio.get_running_loop()
@@ -45,6 +50,7 @@ class DevEngine:
             params=params,
             emit=lambda step: _post(loop, queue, step),
             reply=reply,
+            vision=vision,
         )
         self.in_flight += 1
         loop.run_in_executor(self._generation, self._run, job, loop, queue)

@@ -29,6 +29,7 @@ from components.engine._kv_cache import (
 from components.core.sampling import NEUTRAL_SAMPLING
 from components.engine._sampling import SamplingParams, pick_token
 from components.engine._text import TextAssembler
+from components.engine._vision import ImageExpander, VisionInputs, VisionPrompt
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Job:
     params: SamplingParams
     emit: Callable[[Step], None]
     reply: ScriptedReply | ChoiceReply | None = None
+    vision: VisionInputs | None = None  # the prompt's images (a vision-language model)
     cancelled: threading.Event = field(default_factory=threading.Event)
 
 
@@ -83,19 +85,23 @@ class ModelRunner:
         cache_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer
+        from transformers import GenerationConfig
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # a server log wants no progress bars
         self.threads = threads
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        config = AutoConfig.from_pretrained(model_dir)
+        vision_language = config.model_type in VISION_LANGUAGE_TYPES
+        loader = AutoModelForImageTextToText if vision_language else AutoModelForCausalLM
         # SDPA's causal kernel never materialises the attention matrix; eager attention would
         # build a 22k x 22k one per head for a harness's first prompt.
-        self.model = AutoModelForCausalLM.from_pretrained(
-            model_dir, dtype=torch.float32, attn_implementation="sdpa"
-        ).eval()
+        self.model = loader.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="sdpa").eval()
         check_full_attention(self.model.config)
-        self.max_model_len = int(self.model.config.max_position_embeddings)
+        # Reads the images of chat requests; None: a text model (images become placeholders).
+        self.vision = ImageExpander(model_dir, config, self.tokenizer) if vision_language else None
+        self.max_model_len = int(config.get_text_config(decoder=True).max_position_embeddings)
         generation = GenerationConfig.from_pretrained(model_dir)
         eos = generation.eos_token_id
         self.eos_token_ids = frozenset(eos if isinstance(eos, list) else [eos])
@@ -109,12 +115,15 @@ class ModelRunner:
         }
         self.cache = KVCacheStore(cache_budget_bytes, cache_entries)
         self._entry: CacheEntry | None = None  # the conversation the current job runs on
+        self._prompt: VisionPrompt | None = None  # its keys, positions and images (vision-language models)
 
     def run(self, job: Job) -> None:
         import torch
 
         self._entry = None
         with torch.inference_mode():
+            if self.vision is not None:
+                self._prompt = VisionPrompt(self.model, job.prompt_ids, job.vision, self.vision.pad_id)
             try:
                 self._run(job)
             except BaseException:
@@ -181,7 +190,7 @@ class ModelRunner:
 
     def _prefill(self, prompt_ids: list[int]) -> Any:
         """Logits of the prompt's last position, starting from the best cached conversation."""
-        self._entry, reused = self.cache.checkout(prompt_ids)
+        self._entry, reused = self.cache.checkout(self._prompt.keys if self._prompt is not None else prompt_ids)
         return self._forward(prompt_ids[reused:])
 
     def _forward(self, token_ids: list[int]) -> Any:
@@ -213,16 +222,20 @@ class ModelRunner:
             # on the other core, waiting for a second thread cost 15-90 ms per token against
             # 11 ms on one thread (tiny model, 22k context). Long inputs still use them all.
             torch.set_num_threads(self.threads if len(piece) >= _PARALLEL_FROM else 1)
+            at = len(entry.ids)
+            inputs = {"input_ids": torch.tensor([piece])} if self._prompt is None else self._prompt.inputs(at, piece)
             out = self.model(
-                input_ids=torch.tensor([piece]),
+                **inputs,
                 past_key_values=entry.cache,
                 use_cache=True,
                 logits_to_keep=0 if all_positions else 1,
             )
-            entry.ids.extend(piece)
+            entry.ids.extend(piece if self._prompt is None else self._prompt.key_of(at, piece))
             logits.append(out.logits[0].float())
         return torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
+# Model types served with their images (components/engine/_vision.py).
+VISION_LANGUAGE_TYPES = frozenset({"qwen2_vl"})
 _CHUNK_AFTER_CACHED = 1024
 _PARALLEL_FROM = 512  # tokens in one forward pass

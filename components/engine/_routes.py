@@ -13,6 +13,7 @@ from components.engine._chat_render import encode, normalize_messages, render_ch
 from components.engine._chat_template import read_prompt
 from components.engine._engine import DevEngine
 from components.engine._generation import ChoiceReply, ScriptedReply, Step
+from components.engine._vision import VisionInputs
 from components.engine._protocol import (
     ApiError,
     ChatRequest,
@@ -90,10 +91,10 @@ class Routes:
         body = await _read_json(request)
         req = parse_body(ChatRequest, without_json_format(body) if self.unconstrained_json else body)
         self._check_model(req.model)
-        prompt_ids, reply = await self.engine.prepare(self._prepare_chat, req)
+        prompt_ids, reply, vision = await self.engine.prepare(self._prepare_chat, req)
         top = (req.top_logprobs or 0) if req.logprobs else 0
         params = self._sampling(req, prompt_ids, req.requested_max_tokens, top, reply, param="messages")
-        steps = self.engine.generate(prompt_ids, params, reply)
+        steps = self.engine.generate(prompt_ids, params, reply, vision)
         if req.stream:
             stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text, self.parsers)
             return await _send_events(request, _chat_chunks(stream, steps), _applied_header(params))
@@ -111,6 +112,7 @@ class Routes:
             )
         else:
             prompt_ids = self._checked_ids(prompt, "prompt")
+        self._check_no_image_tokens(prompt_ids)
         scripted = self.script or self.choices
         reply = await self.engine.prepare(self._scripted_completion, prompt_ids) if scripted else None
         params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, reply, param="prompt")
@@ -122,9 +124,10 @@ class Routes:
         body = completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text)
         return json_response(body, headers=_applied_header(params))
 
-    def _prepare_chat(self, req: ChatRequest) -> tuple[list[int], ScriptedReply | None]:
+    def _prepare_chat(self, req: ChatRequest) -> tuple[list[int], ScriptedReply | ChoiceReply | None, VisionInputs | None]:
         tokenizer = self.engine.tokenizer
-        messages = normalize_messages(req.messages)
+        images: list[bytes] | None = [] if self.engine.runner.vision is not None else None
+        messages = normalize_messages(req.messages, images)
         tools = req.tool_dicts()
         text = render_chat(
             tokenizer,
@@ -135,7 +138,22 @@ class Routes:
         )
         turns_so_far = sum(1 for m in messages if m.get("role") == "assistant")
         reply = self._reply(text, turns_so_far, messages, tools)
-        return encode(tokenizer, text, add_special_tokens=req.add_special_tokens), reply
+        ids, vision = self._with_images(encode(tokenizer, text, add_special_tokens=req.add_special_tokens), images)
+        return ids, reply, vision
+
+    def _with_images(self, ids: list[int], images: list[bytes] | None) -> tuple[list[int], VisionInputs | None]:
+        """``ids`` with image markers expanded into the vision tokens of ``images`` (vision-language models)."""
+        expander = self.engine.runner.vision
+        return (ids, None) if expander is None or images is None else expander.expand(ids, images)
+
+    def _check_no_image_tokens(self, prompt_ids: list[int]) -> None:
+        expander = self.engine.runner.vision
+        if expander is not None and expander.pad_id in prompt_ids:
+            raise ApiError(
+                "this prompt holds image tokens but a completions request carries no images: "
+                "send requests with images to /v1/chat/completions as image_url parts",
+                param="prompt",
+            )
 
     def _reply(
         self, text: str, turns_so_far: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -238,8 +256,10 @@ class Routes:
         req = parse_body(TokenizeRequest, await _read_json(request))
         self._check_model(req.model)
         tokenizer = self.engine.tokenizer
+        images: list[bytes] | None = None
         if req.messages is not None:
-            messages = normalize_messages(req.messages)
+            images = [] if self.engine.runner.vision is not None else None
+            messages = normalize_messages(req.messages, images)
             tools = tool_dicts(req.tools)
             text = await self.engine.prepare(
                 lambda: render_chat(
@@ -254,7 +274,9 @@ class Routes:
         else:
             text = req.prompt or ""
             add_special = req.add_special_tokens is not False  # vLLM: on for plain prompts
-        tokens = await self.engine.prepare(lambda: encode(tokenizer, text, add_special_tokens=add_special))
+        tokens, _ = await self.engine.prepare(
+            lambda: self._with_images(encode(tokenizer, text, add_special_tokens=add_special), images)
+        )
         return json_response(
             {
                 "count": len(tokens),

@@ -32,12 +32,20 @@ def _engine_group() -> None:
 def init_tiny(
     out_dir: Path = typer.Argument(..., help="Directory to write the model into (created if missing)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random weights; the same seed writes the same bytes."),
+    vision: bool = typer.Option(
+        False, "--vision", help="A Qwen2-VL vision-language model (a small vision tower and its image processor)."
+    ),
 ) -> None:
     """Write a tiny random-weights Qwen2 model with a Qwen2.5 chat template."""
-    from components.engine.tiny_model import init_tiny_model
+    if vision:
+        from components.engine.tiny_vl_model import init_tiny_vl_model
 
-    path = init_tiny_model(out_dir, seed=seed)
-    typer.echo(f"wrote tiny model (seed {seed}) to {path}")
+        path = init_tiny_vl_model(out_dir, seed=seed)
+    else:
+        from components.engine.tiny_model import init_tiny_model
+
+        path = init_tiny_model(out_dir, seed=seed)
+    typer.echo(f"wrote tiny {'vision-language ' if vision else ''}model (seed {seed}) to {path}")
 
 
 @engine_app.command("serve")

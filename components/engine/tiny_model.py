@@ -59,7 +59,7 @@ def init_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
         dtype="float32",
     )
     model = Qwen2ForCausalLM(config).to(torch.float32)
-    _fill_weights(model, seed)
+    fill_weights(model, seed)
     model.generation_config = GenerationConfig(
         bos_token_id=token_id[PAD_TOKEN],
         eos_token_id=[token_id[EOS_TOKEN], token_id[PAD_TOKEN]],
@@ -68,11 +68,11 @@ def init_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
     )
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    _name_tokenizer_class(out / "tokenizer_config.json")
+    name_tokenizer_class(out / "tokenizer_config.json")
     return out
 
 
-def _fill_weights(model: object, seed: int) -> None:
+def fill_weights(model: object, seed: int) -> None:
     """Draw every weight from one seeded generator, in a fixed (sorted) order.
 
     Not relying on the library's own initialisation keeps the bytes stable across
@@ -91,7 +91,7 @@ def _fill_weights(model: object, seed: int) -> None:
                 param.copy_(torch.randn(param.shape, generator=generator) * _INIT_STD)
 
 
-def _name_tokenizer_class(config_path: Path) -> None:
+def name_tokenizer_class(config_path: Path) -> None:
     # transformers 5 writes its generic backend name, which older readers (vLLM images
     # pin their own transformers) do not know; Qwen2Tokenizer loads tokenizer.json on both.
     config = json.loads(config_path.read_text())

@@ -42,3 +42,12 @@ def test_serve_refuses_an_invalid_script_naming_the_file(tmp_path: Path) -> None
 def test_serve_refuses_a_directory_without_a_model(tmp_path: Path) -> None:
     result = CliRunner().invoke(engine_app, ["serve", "--model", str(tmp_path)])
     assert result.exit_code == 2 and "init-tiny" in result.output
+
+
+def test_init_tiny_vision_writes_a_qwen2_vl_model_with_its_image_processor(tmp_path: Path) -> None:
+    import json
+
+    result = CliRunner().invoke(model_app, ["init-tiny", str(tmp_path / "vl"), "--vision"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "vl" / "config.json").read_text())["model_type"] == "qwen2_vl"
+    assert json.loads((tmp_path / "vl" / "preprocessor_config.json").read_text())["merge_size"] == 2
