@@ -166,11 +166,7 @@ def restore_images(value: dict[str, Any], pointers: list[str], root: str, images
 
 def image_text(ref: ImageRef, images_dir: str | Path) -> str:
     """The base64 text (data URL when the harness sent one) a reference stands for."""
-    path = Path(images_dir) / Path(ref.file).name
-    data = path.read_bytes()
-    if len(data) != ref.bytes:
-        raise ValueError(f"{path} holds {len(data)} bytes, the record says {ref.bytes}: the image store was changed")
-    text = base64.b64encode(data).decode("ascii")
+    text = base64.b64encode(read_image(ref, images_dir)).decode("ascii")
     return text if ref.data_url_prefix is None else ref.data_url_prefix + text
 
 
@@ -198,3 +194,32 @@ def referenced_images(call: "RecordedCall") -> set[str]:
             node = node[int(part)] if isinstance(node, list) else node[part]
         files.add(ImageRef.model_validate(node).file)
     return files
+
+
+def prompt_images(call: "RecordedCall") -> list[ImageRef]:
+    """The stored images of the chat request the engine was sent, in the order its prompt
+    holds them: messages in order, each message's parts in order (the engine expands image
+    parts where they stand). ValueError naming the part when an image was not stored (an
+    image URL instead of data)."""
+    chat = call.translation.upstream_request if call.translation is not None else call.request
+    refs = []
+    for m, message in enumerate(chat.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for p, part in enumerate(content if isinstance(content, list) else []):
+            if not (isinstance(part, dict) and part.get("type") == "image_url"):
+                continue
+            image = part.get("image_url")
+            url = image.get("url") if isinstance(image, dict) else image
+            if not isinstance(url, dict):
+                raise ValueError(f"call {call.call_index}: messages[{m}].content[{p}] holds no stored image (a URL?)")
+            refs.append(ImageRef.model_validate(url))
+    return refs
+
+
+def read_image(ref: ImageRef, images_dir: str | Path) -> bytes:
+    """A stored image's bytes; ValueError when the store's file is not the one recorded."""
+    path = Path(images_dir) / Path(ref.file).name
+    data = path.read_bytes()
+    if len(data) != ref.bytes:
+        raise ValueError(f"{path} holds {len(data)} bytes, the record says {ref.bytes}: the image store was changed")
+    return data

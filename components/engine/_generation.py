@@ -26,6 +26,7 @@ from components.engine._kv_cache import (
     KVCacheStore,
     check_full_attention,
 )
+from components.core.model_kind import is_vision_language
 from components.core.sampling import NEUTRAL_SAMPLING
 from components.engine._sampling import SamplingParams, pick_token
 from components.engine._text import TextAssembler
@@ -93,7 +94,7 @@ class ModelRunner:
         self.threads = threads
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
         config = AutoConfig.from_pretrained(model_dir)
-        vision_language = config.model_type in VISION_LANGUAGE_TYPES
+        vision_language = is_vision_language(model_dir)
         loader = AutoModelForImageTextToText if vision_language else AutoModelForCausalLM
         # SDPA's causal kernel never materialises the attention matrix; eager attention would
         # build a 22k x 22k one per head for a harness's first prompt.
@@ -235,7 +236,5 @@ class ModelRunner:
         return torch.cat(logits) if len(logits) > 1 else logits[0]
 
 
-# Model types served with their images (components/engine/_vision.py).
-VISION_LANGUAGE_TYPES = frozenset({"qwen2_vl"})
 _CHUNK_AFTER_CACHED = 1024
 _PARALLEL_FROM = 512  # tokens in one forward pass

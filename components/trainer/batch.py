@@ -20,6 +20,7 @@ from components.core.outcome import RewardRecord
 from components.core.trajectory import RecordedCall
 from components.trainer.branches import BRANCH_KINDS
 from components.trainer.capture_check import MISMATCH, Decode, flag_mismatches
+from components.trainer.row_images import IMAGE_MISSING, ImagesOf, RowVision
 from components.trainer.rows import BatchError, Row, merge_calls, split_row
 
 
@@ -142,6 +143,24 @@ def _collect_rows(
     return rows
 
 
+def _with_images(rows: list[Row], vision: RowVision, images_of: ImagesOf, stats: BatchStats) -> tuple[list[Row], list[dict]]:
+    """The rows that can train with their images, and each one's ``multi_modal_inputs``;
+    the others are dropped, counted by reason (row_images.py)."""
+    kept, inputs = [], []
+    for row in rows:
+        try:
+            found = vision.inputs(row.tokens(), images_of(row.rollout_id, row.calls[-1]))
+        except (OSError, ValueError):  # an image the store lacks or that is not the recorded one
+            found = IMAGE_MISSING
+        if isinstance(found, str):
+            stats.dropped[found] = stats.dropped.get(found, 0) + 1
+            stats.dropped_rows += 1
+            continue
+        kept.append(row)
+        inputs.append(found)
+    return kept, inputs
+
+
 def _pad(seqs: Sequence[Sequence[float]], width: int, value: float, *, left: bool, dtype: object) -> object:
     import torch
 
@@ -163,6 +182,7 @@ def _to_dataproto(
     temperature: float,
     pad_token_id: int,
     stats: BatchStats,
+    vision: tuple[RowVision, list[dict]] | None = None,
 ) -> object:
     import numpy as np
     import torch
@@ -182,12 +202,22 @@ def _to_dataproto(
     for i, row in enumerate(rows):
         scores[i, len(row.response) - 1] = records[row.rollout_id].reward
     row_advantage = torch.tensor([[advantages[r.rollout_id]] for r in rows], dtype=torch.float32)
+    input_ids = torch.cat([prompts, responses], dim=1)
+    non_tensors = {}
+    if vision is None:
+        position_ids = compute_position_id_with_mask(attention_mask)
+    else:  # veRL's multimodal layout: (rows, 4, width) positions and each row's image inputs
+        row_vision, inputs = vision
+        position_ids = torch.stack(
+            [row_vision.positions(input_ids[i], attention_mask[i], inputs[i]) for i in range(len(rows))]
+        ) if rows else torch.zeros((0, 4, input_ids.shape[1]), dtype=torch.long)  # fmt: skip
+        non_tensors["multi_modal_inputs"] = np.array(inputs, dtype=object)
     tensors = {
         "prompts": prompts,
         "responses": responses,
-        "input_ids": torch.cat([prompts, responses], dim=1),
+        "input_ids": input_ids,
         "attention_mask": attention_mask,
-        "position_ids": compute_position_id_with_mask(attention_mask),
+        "position_ids": position_ids,
         "response_mask": response_mask,
         "rollout_log_probs": _pad([r.logprobs for r in rows], response_width, 0.0, left=False, dtype=torch.float32),
         "token_level_scores": scores,
@@ -199,6 +229,7 @@ def _to_dataproto(
         non_tensors={
             "uid": np.array([records[r.rollout_id].group_id for r in rows], dtype=object),
             "rollout_id": np.array([r.rollout_id for r in rows], dtype=object),
+            **non_tensors,
         },
         meta_info={"temperature": temperature, "openforge_batch_stats": stats.model_dump()},
     )
@@ -211,6 +242,8 @@ def build_batch(
     pad_token_id: int = 0,
     decode: Decode | None = None,
     max_model_len: int = _DEFAULT_CONTEXT,
+    vision: RowVision | None = None,
+    images_of: ImagesOf | None = None,
 ) -> tuple[object, BatchStats]:
     """The veRL DataProto of one iteration and its stats; zero rows when no group has signal.
 
@@ -218,7 +251,9 @@ def build_batch(
     of groups whose rewards differ need to be present. With ``decode`` (the policy's
     tokenizer), rollouts whose token ids do not decode to their text are left out
     (capture_check.py); without it that check is skipped (token_text_checked stays 0).
-    ``max_model_len`` (engine.max_model_len) stands in for unset row limits.
+    ``max_model_len`` (engine.max_model_len) stands in for unset row limits. With
+    ``vision`` (a vision-language policy), each row gets its images from ``images_of``
+    (rollout id, call index -> that call's prompt images) and veRL's multimodal layout.
     """
     stats = BatchStats()
     if decode is not None:
@@ -229,7 +264,15 @@ def build_batch(
     stats.rollouts = len(trained)
     advantages = rollout_advantages(trained, algorithm.norm_adv_by_std)
     rows = _collect_rows(calls_by_rollout, trained, algorithm, algorithm.row_limits(max_model_len), stats)
+    with_images = None
+    if vision is not None:
+        if images_of is None:
+            raise BatchError("a vision-language policy's batch needs the rollouts' images (images_of)")
+        rows, inputs = _with_images(rows, vision, images_of, stats)
+        with_images = (vision, inputs)
     stats.rows = len(rows)
     stats.trained_tokens = sum(row.sampled_tokens() for row in rows)
-    data = _to_dataproto(rows, {r.rollout_id: r for r in trained}, advantages, algorithm.temperature, pad_token_id, stats)
+    data = _to_dataproto(
+        rows, {r.rollout_id: r for r in trained}, advantages, algorithm.temperature, pad_token_id, stats, with_images
+    )
     return data, stats

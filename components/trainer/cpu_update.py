@@ -56,18 +56,35 @@ def response_log_probs(model: Any, micro: Any, temperature: float) -> tuple[Any,
     logits = model(
         input_ids=micro["input_ids"],
         attention_mask=micro["attention_mask"],
-        position_ids=micro["position_ids"],
         use_cache=False,
         logits_to_keep=response_width + 1,
+        **_positions_and_images(micro),
     ).logits
     logits = logits[:, :response_width, :] / temperature
     return logprobs_from_logits(logits, micro["responses"]), entropy_from_logits(logits)
 
 
-def micro_batches(batch: Any, micro_size: int, max_tokens: int) -> list[dict[str, Any]]:
+def _positions_and_images(micro: dict[str, Any]) -> dict[str, Any]:
+    """The forward's position ids, and a vision-language row's images (row_images.py)."""
+    import torch
+
+    positions = micro["position_ids"]
+    if positions.dim() == 2:
+        return {"position_ids": positions}
+    # veRL's (rows, 4, width) to the model's (4, rows, width): text positions, then t, h, w.
+    extra: dict[str, Any] = {"position_ids": positions.transpose(0, 1)}
+    inputs = [row for row in micro.get("multi_modal_inputs", ()) if row]
+    if inputs:  # the model scatters them over the pad tokens in row order
+        extra["pixel_values"] = torch.cat([row["pixel_values"] for row in inputs])
+        extra["image_grid_thw"] = torch.cat([row["image_grid_thw"] for row in inputs])
+    return extra
+
+
+def micro_batches(batch: Any, micro_size: int, max_tokens: int, images: Any = None) -> list[dict[str, Any]]:
     """Consecutive rows of ``batch`` in groups of at most ``micro_size`` rows and ``max_tokens``
     padded tokens (rows x the group's own widths), each trimmed of the padding only other
-    rows needed; a row longer than ``max_tokens`` goes alone."""
+    rows needed; a row longer than ``max_tokens`` goes alone. ``images``: the rows'
+    ``multi_modal_inputs`` (a vision-language policy)."""
     prompt_width = batch["prompts"].shape[1]
     lengths = list(zip(batch["attention_mask"][:, :prompt_width].sum(1).tolist(), batch["attention_mask"][:, prompt_width:].sum(1).tolist()))
     groups, start = [], 0
@@ -78,13 +95,17 @@ def micro_batches(batch: Any, micro_size: int, max_tokens: int) -> list[dict[str
             groups.append((start, end - 1))
             start = end - 1
     groups.append((start, len(lengths)))
-    return [_trimmed(batch, a, b, lengths[a:b], prompt_width) for a, b in groups if b > a]
+    micros = [_trimmed(batch, a, b, lengths[a:b], prompt_width) for a, b in groups if b > a]
+    if images is not None:
+        for micro, (a, b) in zip(micros, [g for g in groups if g[1] > g[0]]):
+            micro["multi_modal_inputs"] = list(images[a:b])
+    return micros
 
 
 def _trimmed(batch: Any, start: int, end: int, lengths: list[tuple[int, int]], prompt_width: int) -> dict[str, Any]:
     prompt, response = max(p for p, _ in lengths), max(r for _, r in lengths)
     columns = slice(prompt_width - prompt, prompt_width + response)  # prompts left-, responses right-padded
-    micro = {key: batch[key][start:end, columns] for key in ("input_ids", "attention_mask", "position_ids")}
+    micro = {key: batch[key][start:end, ..., columns] for key in ("input_ids", "attention_mask", "position_ids")}
     micro["prompts"] = batch["prompts"][start:end, prompt_width - prompt :]
     for key in ("responses", "response_mask", "rollout_log_probs", "advantages"):
         micro[key] = batch[key][start:end, :response]
@@ -236,7 +257,8 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int, opt
     if optimizer is None:
         optimizer = build_optimizer(model, algorithm)
     model.train()
-    micros = micro_batches(batch, algorithm.micro_batch_size, algorithm.micro_batch_tokens)
+    images = data.non_tensor_batch.get("multi_modal_inputs")
+    micros = micro_batches(batch, algorithm.micro_batch_size, algorithm.micro_batch_tokens, images)
     epochs = [_epoch(model, optimizer, batch, config, temperature, micros, first=i == 0) for i in range(algorithm.epochs)]
     model.eval()
     averaged = {name: sum(e[name] for e in epochs) / len(epochs) for name in epochs[-1]}

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from pydantic import ValidationError
 
+from components.core.images import prompt_images, read_image
 from components.core.outcome import RewardRecord
 from components.core.rollout_identity import trajectory_file
 from components.core.storage import ArtifactStore, RunLayout
 from components.core.trajectory import RecordedCall, read_session, read_sessions
+from components.trainer.row_images import ImagesOf
 from components.trainer.rows import BatchError
 
 
@@ -46,3 +48,25 @@ def folder_trajectories(directory: Path) -> dict[str, list[RecordedCall]]:
     if not directory.is_dir():
         raise BatchError(f"{directory} is not a folder of <rollout_id>.jsonl trajectory files")
     return dict(read_sessions(directory))
+
+
+def store_images(
+    store: ArtifactStore, layout: RunLayout, iteration: int, calls: Mapping[str, list[RecordedCall]], scratch: Path
+) -> ImagesOf:
+    """``images_of`` for a vision-language batch: a call's prompt images, fetched from the
+    iteration's image store once each (row_images.py)."""
+    by_index = {(rollout_id, call.call_index): call for rollout_id, group in calls.items() for call in group}
+    scratch.mkdir(parents=True, exist_ok=True)
+
+    def images_of(rollout_id: str, call_index: int) -> list[bytes]:
+        refs = prompt_images(by_index[(rollout_id, call_index)])
+        for ref in refs:
+            name = Path(ref.file).name
+            if not (scratch / name).exists():
+                key = f"{layout.images(iteration)}/{name}"
+                if not store.exists(key):
+                    raise FileNotFoundError(f"{store.root}/{key} is missing: the rollout's image was not uploaded")
+                (scratch / name).write_bytes(store.get_bytes(key))
+        return [read_image(ref, scratch) for ref in refs]
+
+    return images_of

@@ -46,6 +46,7 @@ class Row:
     completions: list[tuple[int, int]] = field(default_factory=list)
     branch_kind: str | None = None  # None for the rollout's first row; else branches.SUBAGENT, REWRITE or BREAK
     parent_call: int | None = None  # call_index the branch grew from (None: first row, or nothing shared)
+    calls: list[int] = field(default_factory=list)  # call_index of each completion; the last call's prompt holds the row's images
 
     def tokens(self) -> list[int]:
         return self.prompt + self.response
@@ -60,9 +61,12 @@ class Row:
             return False
         return list(token_ids[:cut]) == self.prompt and list(token_ids[cut : self.size()]) == self.response
 
-    def add(self, token_ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None) -> None:
+    def add(
+        self, token_ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None, call_index: int = -1
+    ) -> None:
         if sampled:
             self.completions.append((len(self.response), len(self.response) + len(token_ids)))
+            self.calls.append(call_index)
         self.response.extend(token_ids)
         self.response_mask.extend([1 if sampled else 0] * len(token_ids))
         self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(token_ids))
@@ -137,7 +141,7 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
                 else:
                     counts.branches[branch.kind] += 1
             rows.append(row)
-        row.add(call.completion_token_ids, sampled=True, logprobs=call.completion_logprobs)
+        row.add(call.completion_token_ids, sampled=True, logprobs=call.completion_logprobs, call_index=call.call_index)
         lineage.add(call)
     return rows, counts
 
@@ -169,6 +173,7 @@ def _piece(row: Row, first: int, last: int) -> Row:
         spans,
         row.branch_kind,
         row.parent_call,
+        row.calls[first : last + 1],
     )
 
 

@@ -16,7 +16,8 @@ from components.trainer.batch import build_batch
 from components.trainer.checkpoint import load_optimizer_state, save_checkpoint
 from components.trainer.cpu_update import build_optimizer, cpu_update
 from components.trainer.guards import check_trainable, check_usable
-from components.trainer.inputs import parse_rewards, store_trajectories
+from components.trainer.inputs import parse_rewards, store_images, store_trajectories
+from components.trainer.row_images import RowVision
 
 _TRAIN_PREFIXES = ("train/", "batch/")
 
@@ -27,7 +28,7 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
     Idempotent: when checkpoint k+1 is already committed, nothing is recomputed.
     """
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
     layout = RunLayout(config.name)
     version = iteration + 1
@@ -50,9 +51,12 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
                 "the serve step commits the initial policy as version 0; run it first"
             )
         decode = _decoder(work / "base")
+        vision = RowVision.of(work / "base")
+        images_of = store_images(store, layout, iteration, calls, work / "images") if vision is not None else None
         data, stats = build_batch(
-            calls, records, config.algorithm, _pad_token_id(work / "base"), decode, config.engine.max_model_len
-        )
+            calls, records, config.algorithm, _pad_token_id(work / "base"), decode, config.engine.max_model_len,
+            vision, images_of,
+        )  # fmt: skip
         data.save_to_disk(work / "batch.pt")
         store.put_bytes(layout.batch(iteration), (work / "batch.pt").read_bytes())
         trainable = check_trainable(stats, reasons, iteration, config.algorithm.allow_empty_update)
@@ -69,7 +73,8 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
             trained, next_dir = verl_update(config, data, work / "base", work, info)
             metrics.update(trained)
         else:
-            model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)
+            loader = AutoModelForCausalLM if vision is None else AutoModelForImageTextToText
+            model = loader.from_pretrained(work / "base", dtype=torch.float32)
             optimizer = build_optimizer(model, config.algorithm, load_optimizer_state(work / "base"))
             metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed, optimizer=optimizer))
             next_dir = save_checkpoint(model, work / "base", work / "next", info, optimizer)

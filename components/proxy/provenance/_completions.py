@@ -36,7 +36,20 @@ def chat_only(chat: dict[str, Any]) -> str | None:
             return f"{field} is enforced by the engine's chat endpoint (constrained decoding)"
     if chat.get("continue_final_message") or chat.get("add_generation_prompt") is False:
         return "the request continues its last message instead of starting a new turn"
+    if _holds_images(chat.get("messages")):
+        # A vision-language engine expands each image into vision tokens and reads its
+        # pixels; a token-id prompt carries the tokens without the pixels.
+        return "images reach the engine only through its chat endpoint (token ids carry no pixels)"
     return None
+
+
+def _holds_images(messages: Any) -> bool:
+    return isinstance(messages, list) and any(
+        isinstance(part, dict) and part.get("type") == "image_url"
+        for message in messages
+        if isinstance(message, dict) and isinstance(message.get("content"), list)
+        for part in message["content"]
+    )
 
 
 def completions_body(chat: dict[str, Any], prompt_ids: list[int]) -> dict[str, Any]:

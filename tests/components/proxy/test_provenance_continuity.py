@@ -115,3 +115,13 @@ def test_without_token_provenance_re_rendered_answers_break_rows(
     # template's own "\n" before <tool_call>), the first one's sampled text re-encoded too.
     assert off.broken >= 2 and off.share < 1.0, off
     assert off.token_path == 0 and not off.chat_reasons  # provenance off: no provenance in the records
+
+
+def test_a_call_holding_an_image_takes_the_chat_path_saying_why() -> None:
+    from components.proxy.provenance._completions import chat_only
+
+    look = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    chat = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "ok"},
+                         {"role": "user", "content": [{"type": "text", "text": "and now?"}, look]}]}  # fmt: skip
+    assert "token ids carry no pixels" in chat_only(chat)
+    assert chat_only({"messages": [{"role": "user", "content": [{"type": "text", "text": "no image"}]}]}) is None

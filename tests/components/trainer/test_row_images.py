@@ -1,0 +1,178 @@
+"""A vision-language policy trains on its rows' images (components/trainer/row_images.py).
+
+Real recordings: the tiny Qwen2-VL served by the dev engine behind the recording proxy in
+training mode, screenshots in every call. The recorded prompt ids must be the processor's
+expansion of the request rebuilt from the store, the batch must carry each row's images in
+veRL's layout, and the CPU update must re-score the engine's logprobs and train the model,
+vision tower included."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from components.core.images import rebuild_request
+from components.core.outcome import RewardRecord, RolloutStatus
+from components.core.trajectory import RecordedCall, read_session
+from tests._servers import start_dev_engine, start_proxy_process
+from tests.components.proxy._images import data_url, png
+
+SCREENS = [png(300, 180, (200, 40, 40)), png(300, 180, (40, 200, 40)), png(120, 200, (40, 40, 200))]
+PROMPT = "Click the button that opens the menu."
+SESSIONS = {"menu-s0": 1.0, "menu-s1": 0.0, "menu-s2": 1.0, "menu-s3": 0.0}
+
+
+def _user(*parts: Any) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [
+            {"type": "image_url", "image_url": {"url": data_url(p)}} if isinstance(p, bytes) else {"type": "text", "text": p}
+            for p in parts
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def recorded(tiny_vl_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[RecordedCall]]]:
+    """Four rollouts of two calls each, the second with the first's answer and a new screenshot."""
+    work = tmp_path_factory.mktemp("vl-recordings")
+    engine = start_dev_engine(tiny_vl_model_dir, work / "logs", name="vl-engine")
+    proxy = start_proxy_process(engine.url, work / "out", work / "logs", "--training")
+    try:
+        for n, session in enumerate(SESSIONS):
+            history = [_user(PROMPT, SCREENS[n % 2])]
+            for turn in range(2):
+                body = {"model": "tiny", "messages": history, "max_tokens": 8, "seed": n * 10 + turn}
+                answer = httpx.post(f"{proxy.url}/s/{session}/v1/chat/completions", json=body, timeout=120)
+                assert answer.status_code == 200, answer.text
+                history += [answer.json()["choices"][0]["message"], _user(SCREENS[2], "Did the menu open?")]
+    finally:
+        proxy.stop()
+        engine.stop()
+    out = work / "out"
+    return out, {session: read_session(out / f"{session}.jsonl") for session in SESSIONS}
+
+
+def _images_of(out: Path, calls: dict[str, list[RecordedCall]]) -> Any:
+    from components.core.images import prompt_images, read_image
+
+    def images_of(rollout_id: str, call_index: int) -> list[bytes]:
+        call = next(c for c in calls[rollout_id] if c.call_index == call_index)
+        return [read_image(ref, out / "images") for ref in prompt_images(call)]
+
+    return images_of
+
+
+def _records() -> list[RewardRecord]:
+    return [
+        RewardRecord(rollout_id=s, task_id="menu", group_id="it0-menu", reward=r, usable=True, status=RolloutStatus.OK)
+        for s, r in SESSIONS.items()
+    ]
+
+
+def test_recorded_prompt_ids_are_the_processors_expansion_of_the_rebuilt_request(
+    recorded: tuple[Path, dict[str, list[RecordedCall]]], tiny_vl_model_dir: Path
+) -> None:
+    """Rebuilt from the record and the image store, rendered by the checkpoint's template and
+    expanded by its image processor, every call's prompt is exactly what the engine saw."""
+    from PIL import Image
+    from transformers import AutoTokenizer, Qwen2VLImageProcessorPil
+
+    from components.engine.tiny_vl_model import IMAGE_MARKER, IMAGE_PAD
+
+    out, calls = recorded
+    tokenizer = AutoTokenizer.from_pretrained(tiny_vl_model_dir)
+    processor = Qwen2VLImageProcessorPil.from_pretrained(tiny_vl_model_dir)
+    pad = tokenizer.convert_tokens_to_ids(IMAGE_PAD)
+    checked = 0
+    for call in (c for group in calls.values() for c in group):
+        assert call.ok and call.provenance.path == "chat", call.provenance
+        request = rebuild_request(call, out / "images")
+        messages, images = [], []
+        for message in request["messages"]:
+            content = message.get("content")
+            if isinstance(content, list):
+                texts = []
+                for part in content:
+                    if part["type"] == "text":
+                        texts.append(part["text"])
+                    else:
+                        images.append(Image.open(io.BytesIO(_decoded(part["image_url"]["url"]))).convert("RGB"))
+                        texts.append(IMAGE_MARKER)
+                content = "\n".join(texts)
+            messages.append({**message, "content": content or ""})
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        ids = tokenizer.encode(text, add_special_tokens=False)
+        grid = processor(images=images, return_tensors="pt")["image_grid_thw"]
+        expanded, counts = [], iter((grid.prod(-1) // 4).tolist())
+        for token in ids:
+            expanded.extend([pad] * next(counts) if token == pad else [token])
+        assert call.prompt_token_ids == expanded, call.call_index
+        checked += 1
+    assert checked == 2 * len(SESSIONS)
+
+
+def _decoded(url: str) -> bytes:
+    import base64
+
+    return base64.b64decode(url.partition(",")[2])
+
+
+def test_the_batch_carries_each_rows_images_and_the_cpu_update_rescores_and_trains_the_vision_tower(
+    recorded: tuple[Path, dict[str, list[RecordedCall]]], tiny_vl_model_dir: Path
+) -> None:
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from components.core.config import AlgorithmConfig
+    from components.trainer.batch import build_batch
+    from components.trainer.cpu_update import cpu_update
+    from components.trainer.row_images import RowVision
+
+    out, calls = recorded
+    algorithm = AlgorithmConfig(learning_rate=1e-2)
+    vision = RowVision(tiny_vl_model_dir)
+    data, stats = build_batch(calls, _records(), algorithm, pad_token_id=0, vision=vision, images_of=_images_of(out, calls))
+    assert stats.rows >= len(SESSIONS) and stats.trained_tokens > 0 and stats.dropped_rows == 0, stats
+    images = data.non_tensor_batch["multi_modal_inputs"]
+    tokens = data.batch["input_ids"]
+    for row, inputs in enumerate(images):
+        pads = int((tokens[row] == vision.pad_id).sum())
+        assert pads > 0 and int((inputs["image_grid_thw"].prod(-1) // 4).sum()) == pads
+    assert tuple(data.batch["position_ids"].shape) == (len(images), 4, tokens.shape[1])
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_vl_model_dir, dtype=torch.float32)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    metrics = cpu_update(model, data, algorithm, seed=0)
+    # Re-scored by the trainer's own forward (its positions, its pixels) before any step.
+    assert metrics["train/logprob_gap_max"] < 1e-4, metrics
+    changed = {name for name, p in model.named_parameters() if not torch.equal(p, before[name])}
+    assert any(name.startswith("model.visual.") for name in changed), sorted(changed)[:5]
+    assert any(name.startswith("model.language_model.") for name in changed)
+
+
+def test_a_row_whose_images_do_not_match_its_tokens_is_left_out_with_its_reason(
+    recorded: tuple[Path, dict[str, list[RecordedCall]]], tiny_vl_model_dir: Path
+) -> None:
+    from components.core.config import AlgorithmConfig
+    from components.trainer.batch import build_batch
+    from components.trainer.row_images import IMAGE_MISSING, VISION_TOKEN_MISMATCH, RowVision
+
+    out, calls = recorded
+    honest = _images_of(out, calls)
+
+    def swapped(rollout_id: str, call_index: int) -> list[bytes]:
+        found = honest(rollout_id, call_index)
+        if rollout_id == "menu-s0":
+            return [png(600, 600)] * len(found)  # other sizes: other vision-token counts
+        if rollout_id == "menu-s1":
+            raise FileNotFoundError("images/....png is missing")
+        return found
+
+    _, stats = build_batch(calls, _records(), AlgorithmConfig(), vision=RowVision(tiny_vl_model_dir), images_of=swapped)
+    assert stats.dropped.get(VISION_TOKEN_MISMATCH, 0) >= 1 and stats.dropped.get(IMAGE_MISSING, 0) >= 1, stats
+    assert stats.rows > 0
