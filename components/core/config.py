@@ -31,6 +31,11 @@ class ModelConfig(_Section):
     tiny_seed: int | None = Field(
         0, description="Build the tiny CPU model with this seed when `path` is not given."
     )
+    tiny_vision: bool = Field(
+        False,
+        description="Build the tiny vision-language model (Qwen2-VL: a small vision tower that reads screenshots) "
+        "instead of the text one, for GUI agents (docs/engine.md and docs/trainer.md, \"Images\").",
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> "ModelConfig":

@@ -23,7 +23,11 @@ from components.core.storage import ArtifactStore, RunLayout, get_dir, open_stor
 
 def _initial_policy(config: ExperimentConfig, dest: Path) -> None:
     path = config.model.path
-    if path is None:
+    if path is None and config.model.tiny_vision:
+        from components.engine.tiny_vl_model import init_tiny_vl_model
+
+        init_tiny_vl_model(dest, seed=config.model.tiny_seed)
+    elif path is None:
         from components.engine.tiny_model import init_tiny_model
 
         init_tiny_model(dest, seed=config.model.tiny_seed)
@@ -36,7 +40,7 @@ def _initial_policy(config: ExperimentConfig, dest: Path) -> None:
         shutil.copytree(path, dest)
     else:
         raise FileNotFoundError(f"model.path {path!r} is not a directory; point it at a HuggingFace model folder")
-    write_checkpoint_info(dest, {"policy_version": "0", "iteration": None, "source": path or "tiny"})
+    write_checkpoint_info(dest, {"policy_version": "0", "iteration": None, "source": path or ("tiny-vl" if config.model.tiny_vision else "tiny")})
 
 
 def prepare_policy(config: ExperimentConfig, iteration: int, store: ArtifactStore, dest: Path) -> int:

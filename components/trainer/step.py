@@ -87,7 +87,8 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
 def _pad_token_id(model_dir: Path) -> int:
     from transformers import AutoConfig
 
-    pad = AutoConfig.from_pretrained(model_dir).pad_token_id
+    # A vision-language config keeps its token ids in its text config.
+    pad = AutoConfig.from_pretrained(model_dir).get_text_config(decoder=True).pad_token_id
     return pad if pad is not None else 0
 
 

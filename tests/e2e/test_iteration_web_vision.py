@@ -1,0 +1,83 @@
+"""examples/web.yaml with a vision-language policy (``model.tiny_vision``): browser-use's
+screenshots reach the tiny Qwen2-VL as pixels, the batch carries each row's images, the
+CPU update trains the vision tower with the rest, and the committed checkpoint serves.
+
+The same reward stand-in as test_iteration_web.py: the task's verifier judges, plus noise
+below 0.01 so the group's two rollouts differ and the update runs."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from rich.console import Console
+
+from components.core.checkpoints import committed_versions
+from components.core.config import load_config
+from components.core.storage import RunLayout, get_dir, open_store
+from components.rollout.harnesses import get_harness
+from pipelines.run import run_experiment
+from tests._servers import start_dev_engine
+from tests.components.proxy._images import data_url, png
+from tests.e2e.test_iteration_web import EXAMPLE, RUNTIME, _noisy_task
+
+
+@pytest.mark.slow
+def test_a_web_iteration_trains_a_vision_language_policy_on_its_screenshots(
+    chromium_ready: None, tmp_path: Path, tracking_uri: str
+) -> None:
+    import torch
+    from safetensors.torch import load_file
+    from verl import DataProto
+
+    if not get_harness("browser-use").is_installed():
+        pytest.skip("browser-use is not installed: run `openforge harness install browser-use`")
+    _noisy_task(tmp_path / "tasks")
+    example = load_config(EXAMPLE)
+    config = example.model_copy(
+        update={
+            "name": "web-vl",
+            "model": example.model.model_copy(update={"tiny_vision": True}),
+            "tasks": example.tasks.model_copy(update={"source": str(tmp_path / "tasks"), "per_iteration": 1}),
+            "harness": example.harness.model_copy(update={"max_turns": 1}),
+            "storage": example.storage.model_copy(update={"uri": f"file://{tmp_path / 'store'}"}),
+            "tracking": example.tracking.model_copy(update={"uri": tracking_uri}),
+        }
+    )
+    logged = run_experiment(config, console=Console(file=io.StringIO(), width=160), workdir=tmp_path / ".openforge", runtime=RUNTIME)
+
+    store, layout = open_store(config.storage.uri), RunLayout(config.name)
+    metrics = logged[0]
+    assert metrics["batch/trained_tokens"] > 0 and metrics["batch/dropped_rows"] == 0, metrics
+    assert committed_versions(store, layout) == [0, 1]
+
+    # Every row holds its screenshot as the processor's vision tokens, with its pixels beside it.
+    (tmp_path / "batch.pt").write_bytes(store.get_bytes(layout.batch(0)))
+    batch = DataProto.load_from_disk(tmp_path / "batch.pt")
+    get_dir(store, layout.checkpoint(0), tmp_path / "ckpt0")
+    pad = json.loads((tmp_path / "ckpt0" / "config.json").read_text())["image_token_id"]
+    inputs = batch.non_tensor_batch["multi_modal_inputs"]
+    assert len(inputs) == len(batch) == metrics["batch/rows"] > 0
+    for row, row_inputs in enumerate(inputs):
+        assert int((row_inputs["image_grid_thw"].prod(-1) // 4).sum()) == int((batch.batch["input_ids"][row] == pad).sum()) > 0
+
+    # Checkpoint 1: a Qwen2-VL with its vision tower trained and its processor carried over.
+    get_dir(store, layout.checkpoint(1), tmp_path / "ckpt1")
+    before, after = (load_file(tmp_path / f"ckpt{v}" / "model.safetensors") for v in (0, 1))
+    moved = [name for name in after if not torch.equal(before[name], after[name])]
+    # (saved under HF's checkpoint names: the language model's layers as model.layers.*)
+    assert any("visual" in name for name in moved) and any(n.startswith("model.layers.") for n in moved), moved[:5]
+    assert (tmp_path / "ckpt1" / "preprocessor_config.json").read_bytes() == (tmp_path / "ckpt0" / "preprocessor_config.json").read_bytes()
+
+    # The next iteration's engine serves it: a screenshot in, its vision tokens in the prompt.
+    engine = start_dev_engine(tmp_path / "ckpt1", tmp_path / "logs", name="ckpt1-engine")
+    try:
+        message = {"role": "user", "content": [{"type": "text", "text": "What is shown?"}, {"type": "image_url", "image_url": {"url": data_url(png(280, 140))}}]}
+        body = {"model": engine.model, "messages": [message], "max_tokens": 2, "return_token_ids": True}
+        answer = httpx.post(f"{engine.url}/v1/chat/completions", json=body, timeout=120).json()
+    finally:
+        engine.stop()
+    assert answer["prompt_token_ids"].count(pad) == (140 // 28) * (280 // 28)
