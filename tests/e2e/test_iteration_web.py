@@ -51,9 +51,10 @@ sys.exit(real.returncode)
 """
 
 
-def _noisy_task(tasks: Path) -> None:
-    task = tasks / TASK.name
-    shutil.copytree(TASK, task)
+def noisy_task(tasks: Path, source: Path = TASK) -> None:
+    """A copy of ``source`` under ``tasks`` whose reward is its verifier's plus the noise."""
+    task = tasks / source.name
+    shutil.copytree(source, task)
     (task / "noisy_verify.py").write_text(_NOISY_VERIFY)
     spec = yaml.safe_load((task / "task.yaml").read_text())
     spec["verifier"]["command"] = ["python3", "{task_dir}/noisy_verify.py"]
@@ -75,7 +76,7 @@ def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
 ) -> None:
     if not get_harness("browser-use").is_installed():
         pytest.skip("browser-use is not installed: run `openforge harness install browser-use`")
-    _noisy_task(tmp_path / "tasks")
+    noisy_task(tmp_path / "tasks")
     example = load_config(EXAMPLE)
     config = example.model_copy(
         update={

@@ -1,4 +1,5 @@
-"""examples/web.yaml with a vision-language policy (``model.tiny_vision``): browser-use's
+"""GUI iterations with a vision-language policy (``model.tiny_vision``): browser-use on a
+web task (examples/web.yaml) and cua-agent on a desktop task (examples/desktop.yaml). Their
 screenshots reach the tiny Qwen2-VL as pixels, the batch carries each row's images, the
 CPU update trains the vision tower with the rest, and the committed checkpoint serves.
 
@@ -22,24 +23,33 @@ from components.rollout.harnesses import get_harness
 from pipelines.run import run_experiment
 from tests._servers import start_dev_engine
 from tests.components.proxy._images import data_url, png
-from tests.e2e.test_iteration_web import EXAMPLE, RUNTIME, _noisy_task
+from tests.e2e.test_iteration_web import RUNTIME, noisy_task
+
+REPO = Path(__file__).resolve().parents[2]
+GUI = {
+    "web": ("browser-use", REPO / "examples" / "tasks" / "web" / "web-form-submit-1", "chromium_ready"),
+    "desktop": ("cua-agent", REPO / "examples" / "tasks" / "desktop" / "desktop-terminal-file", "desktop_ready"),
+}
 
 
 @pytest.mark.slow
-def test_a_web_iteration_trains_a_vision_language_policy_on_its_screenshots(
-    chromium_ready: None, tmp_path: Path, tracking_uri: str
+@pytest.mark.parametrize("example_name", list(GUI))
+def test_a_gui_iteration_trains_a_vision_language_policy_on_its_screenshots(
+    example_name: str, tmp_path: Path, tracking_uri: str, request: pytest.FixtureRequest
 ) -> None:
     import torch
     from safetensors.torch import load_file
     from verl import DataProto
 
-    if not get_harness("browser-use").is_installed():
-        pytest.skip("browser-use is not installed: run `openforge harness install browser-use`")
-    _noisy_task(tmp_path / "tasks")
-    example = load_config(EXAMPLE)
+    harness, task, ready = GUI[example_name]
+    request.getfixturevalue(ready)  # Chromium or the X desktop packages, installed or skipped
+    if not get_harness(harness).is_installed():
+        pytest.skip(f"{harness} is not installed: run `openforge harness install {harness}`")
+    noisy_task(tmp_path / "tasks", task)
+    example = load_config(REPO / "examples" / f"{example_name}.yaml")
     config = example.model_copy(
         update={
-            "name": "web-vl",
+            "name": f"{example_name}-vl",
             "model": example.model.model_copy(update={"tiny_vision": True}),
             "tasks": example.tasks.model_copy(update={"source": str(tmp_path / "tasks"), "per_iteration": 1}),
             "harness": example.harness.model_copy(update={"max_turns": 1}),
