@@ -83,6 +83,11 @@ def init_tiny_vl_model(out_dir: str | Path, seed: int = 0) -> Path:
             "embed_dim": VISION_EMBED_DIM,
             "num_heads": VISION_HEADS,
             "mlp_ratio": 2,
+            # veRL 0.9.1 estimates a Qwen2-VL tower's FLOPs with its Qwen3-VL formula, which
+            # reads these two Qwen2.5/3-VL fields and stops the update without them
+            # (docs/trainer.md, "Images"); they change nothing in the model.
+            "intermediate_size": VISION_EMBED_DIM * 2,
+            "out_hidden_size": HIDDEN_SIZE,
             "hidden_size": HIDDEN_SIZE,  # the merger projects patches into the language model's width
             "patch_size": PATCH_SIZE,
             "spatial_merge_size": MERGE_SIZE,

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from components.core.config import ExperimentConfig
+from components.core.model_kind import is_vision_language
+from components.trainer.cpu_update import UpdateError
 from components.trainer.ray_placement import WORKERS_DEADLINE_S, check_placement, ray_init_options, within_deadline
 from components.trainer.verl_config import trainer_verl_config
 from components.trainer.verl_export import export_checkpoint
@@ -39,6 +41,14 @@ def verl_update(config: ExperimentConfig, data: Any, parent: Path, work: Path, i
     import ray
     from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
 
+    if config.trainer.device == "cpu" and is_vision_language(parent):
+        # Measured with veRL 0.9.1: its CPU workers compute the old log-probs of a Qwen2-VL
+        # batch (with use_remove_padding off) but the update fails selecting rows of its
+        # (rows, 4, width) positions as nested tensors (docs/trainer.md, "Images").
+        raise UpdateError(
+            "veRL's CPU workers cannot update a vision-language policy yet; set trainer.backend: cpu "
+            "(the CPU update trains it, vision tower included)"
+        )
     world = config.trainer.world_size
     rows = len(data) + (-len(data)) % world
     verl_config = trainer_verl_config(config, model_path=parent, output_dir=work / "fsdp", rows=rows)

@@ -176,3 +176,15 @@ def test_a_row_whose_images_do_not_match_its_tokens_is_left_out_with_its_reason(
     _, stats = build_batch(calls, _records(), AlgorithmConfig(), vision=RowVision(tiny_vl_model_dir), images_of=swapped)
     assert stats.dropped.get(VISION_TOKEN_MISMATCH, 0) >= 1 and stats.dropped.get(IMAGE_MISSING, 0) >= 1, stats
     assert stats.rows > 0
+
+
+def test_verl_cpu_workers_refuse_a_vision_language_policy_naming_the_backend_that_trains_it(
+    tiny_vl_model_dir: Path, tmp_path: Path
+) -> None:
+    from components.core.config import ExperimentConfig
+    from components.trainer.cpu_update import UpdateError
+    from components.trainer.verl_step import verl_update
+
+    config = ExperimentConfig(name="vl", tasks={"source": "t"}, trainer={"backend": "verl", "device": "cpu"})
+    with pytest.raises(UpdateError, match="trainer.backend: cpu"):
+        verl_update(config, data=None, parent=tiny_vl_model_dir, work=tmp_path, info={})
