@@ -19,9 +19,11 @@ from rich.console import Console
 from components.core.checkpoints import committed_versions
 from components.core.config import load_config
 from components.core.storage import RunLayout, get_dir, open_store
+from components.core.trajectory import RecordedCall
 from components.rollout.harnesses import get_harness
 from pipelines.run import run_experiment
 from tests._servers import start_dev_engine
+from tests._vision_prompts import processor_prompt_ids
 from tests.components.proxy._images import data_url, png
 from tests.e2e.test_iteration_web import RUNTIME, noisy_task
 
@@ -64,10 +66,21 @@ def test_a_gui_iteration_trains_a_vision_language_policy_on_its_screenshots(
     assert metrics["batch/trained_tokens"] > 0 and metrics["batch/dropped_rows"] == 0, metrics
     assert committed_versions(store, layout) == [0, 1]
 
+    # Every call's prompt is the checkpoint's processor's expansion of the request rebuilt
+    # from the store: the screenshots' vision tokens, exactly as the engine saw them.
+    get_dir(store, layout.checkpoint(0), tmp_path / "ckpt0")
+    images = tmp_path / "images"
+    get_dir(store, layout.images(0), images)
+    for rollout in json.loads(store.get_bytes(layout.plan(0)))["rollouts"]:
+        lines = store.get_bytes(layout.trajectory(0, rollout["rollout_id"])).splitlines()
+        calls = [RecordedCall.model_validate_json(line) for line in lines]
+        assert calls and all(call.ok and call.images for call in calls)
+        for call in calls:
+            assert call.prompt_token_ids == processor_prompt_ids(call, images, tmp_path / "ckpt0"), call.call_index
+
     # Every row holds its screenshot as the processor's vision tokens, with its pixels beside it.
     (tmp_path / "batch.pt").write_bytes(store.get_bytes(layout.batch(0)))
     batch = DataProto.load_from_disk(tmp_path / "batch.pt")
-    get_dir(store, layout.checkpoint(0), tmp_path / "ckpt0")
     pad = json.loads((tmp_path / "ckpt0" / "config.json").read_text())["image_token_id"]
     inputs = batch.non_tensor_batch["multi_modal_inputs"]
     assert len(inputs) == len(batch) == metrics["batch/rows"] > 0

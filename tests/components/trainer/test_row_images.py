@@ -8,17 +8,16 @@ vision tower included."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from components.core.images import rebuild_request
 from components.core.outcome import RewardRecord, RolloutStatus
 from components.core.trajectory import RecordedCall, read_session
 from tests._servers import start_dev_engine, start_proxy_process
+from tests._vision_prompts import processor_prompt_ids
 from tests.components.proxy._images import data_url, png
 
 SCREENS = [png(300, 180, (200, 40, 40)), png(300, 180, (40, 200, 40)), png(120, 200, (40, 40, 200))]
@@ -79,47 +78,12 @@ def test_recorded_prompt_ids_are_the_processors_expansion_of_the_rebuilt_request
 ) -> None:
     """Rebuilt from the record and the image store, rendered by the checkpoint's template and
     expanded by its image processor, every call's prompt is exactly what the engine saw."""
-    from PIL import Image
-    from transformers import AutoTokenizer, Qwen2VLImageProcessorPil
-
-    from components.engine.tiny_vl_model import IMAGE_MARKER, IMAGE_PAD
-
     out, calls = recorded
-    tokenizer = AutoTokenizer.from_pretrained(tiny_vl_model_dir)
-    processor = Qwen2VLImageProcessorPil.from_pretrained(tiny_vl_model_dir)
-    pad = tokenizer.convert_tokens_to_ids(IMAGE_PAD)
-    checked = 0
-    for call in (c for group in calls.values() for c in group):
+    every = [c for group in calls.values() for c in group]
+    assert len(every) == 2 * len(SESSIONS)
+    for call in every:
         assert call.ok and call.provenance.path == "chat", call.provenance
-        request = rebuild_request(call, out / "images")
-        messages, images = [], []
-        for message in request["messages"]:
-            content = message.get("content")
-            if isinstance(content, list):
-                texts = []
-                for part in content:
-                    if part["type"] == "text":
-                        texts.append(part["text"])
-                    else:
-                        images.append(Image.open(io.BytesIO(_decoded(part["image_url"]["url"]))).convert("RGB"))
-                        texts.append(IMAGE_MARKER)
-                content = "\n".join(texts)
-            messages.append({**message, "content": content or ""})
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        ids = tokenizer.encode(text, add_special_tokens=False)
-        grid = processor(images=images, return_tensors="pt")["image_grid_thw"]
-        expanded, counts = [], iter((grid.prod(-1) // 4).tolist())
-        for token in ids:
-            expanded.extend([pad] * next(counts) if token == pad else [token])
-        assert call.prompt_token_ids == expanded, call.call_index
-        checked += 1
-    assert checked == 2 * len(SESSIONS)
-
-
-def _decoded(url: str) -> bytes:
-    import base64
-
-    return base64.b64decode(url.partition(",")[2])
+        assert call.prompt_token_ids == processor_prompt_ids(call, out / "images", tiny_vl_model_dir), call.call_index
 
 
 def test_the_batch_carries_each_rows_images_and_the_cpu_update_rescores_and_trains_the_vision_tower(
