@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
+.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -26,6 +26,7 @@ help:
 	@echo "make bench-screenshots  16 sessions sending 200 kB screenshots, direct vs the proxy; every image recorded (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-harness-learning  pass rate by iteration inside Claude Code and Codex, real vs shuffled rewards (docs/benchmarks.md)"
+	@echo "make bench-gui-learning  pass rate by iteration inside cua-agent with the tiny vision-language model, real vs shuffled rewards (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
 	@echo "make bench-load      256 sessions through one proxy for 10 minutes: no lost call, flat memory (docs/reliability.md)"
@@ -119,6 +120,9 @@ bench-learning: $(INSTALLED)
 # Real harness CLIs in every rollout: `harnesses` (honours OPENFORGE_HARNESS_HOME) is a no-op when they are there.
 bench-harness-learning: $(INSTALLED) harnesses
 	$(BIN)/python benchmarks/bench_harness_learning.py
+
+bench-gui-learning: $(INSTALLED) harnesses gui-packages
+	$(BIN)/python benchmarks/bench_harness_learning.py --harness cua-agent
 
 bench-overhead: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_overhead.py

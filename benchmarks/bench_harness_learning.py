@@ -1,10 +1,13 @@
 """Show the pipeline learning inside real harnesses: pass rate by iteration, real vs shuffled rewards.
 
     .venv/bin/python benchmarks/bench_harness_learning.py            # the `bench-harness-learning` make target
+    .venv/bin/python benchmarks/bench_harness_learning.py --harness cua-agent   # `bench-gui-learning`
     .venv/bin/python benchmarks/bench_harness_learning.py --harness codex --iterations 2 --samples-per-task 2 --no-doc
 
 For each harness, runs its example config (examples/<harness>.yaml, choice mode over
-examples/tasks/shell) for a fixed number of iterations through ``run_experiment``, twice
+examples/tasks/shell; for cua-agent examples/desktop.yaml, choice mode over
+examples/tasks/desktop with the tiny vision-language model reading each screenshot)
+for a fixed number of iterations through ``run_experiment``, twice
 from the same seed with seeded sampling: the real run, and a control whose train step
 learns from rewards permuted within each group (``algorithm.shuffle_rewards``). Each run
 gets a fresh store under .bench/harness-learning/<harness>/{real,control}/. Reports each
@@ -34,7 +37,9 @@ from benchmarks.pipeline_runs import bench_config, config_summary, run_fresh
 from components.core.config import ExperimentConfig
 from components.core.storage import open_store
 
-HARNESSES = ("claude-code", "codex")
+HARNESSES = ("claude-code", "codex")  # the default run; cua-agent is the GUI one (`bench-gui-learning`)
+# Each harness's example config (examples/<name>.yaml).
+EXAMPLES = {"claude-code": "claude-code", "codex": "codex", "cua-agent": "desktop"}
 ITERATIONS = 6
 # 4 tasks x 4 samples = 16 graded rollouts per iteration: a pass rate's standard error of
 # at most 0.125, so a window of two iterations (32 rollouts) can show a 0.15 rise.
@@ -56,7 +61,7 @@ def timed_run(config: ExperimentConfig, root: Path) -> tuple[list[HarnessIterati
 
 def setup_text(config: ExperimentConfig) -> str:
     return (
-        f"Config: `examples/{config.harness.name}.yaml`: {config_summary(config)}; the dev engine in "
+        f"Config: `examples/{EXAMPLES[config.harness.name]}.yaml`: {config_summary(config)}; the dev engine in "
         f"`{config.engine.dev_mode}` mode. Iterations, samples per task and seeded sampling are the benchmark's."
     )
 
@@ -70,7 +75,7 @@ def bench_harness(harness: str, iterations: int, samples: int, workdir: Path) ->
         # and the train step would stop the run instead of measuring the iterations left.
         "algorithm.allow_empty_update": True,
     }
-    path = REPO / "examples" / f"{harness}.yaml"
+    path = REPO / "examples" / f"{EXAMPLES[harness]}.yaml"
     runs = {}
     for kind, shuffle in (("real", False), ("control", True)):
         root = workdir / harness / kind
@@ -93,6 +98,7 @@ def run(harnesses: list[str], iterations: int, samples: int, workdir: Path, doc:
         print("\n".join(line.replace("**", "") for line in runs.verdict().lines()))
     if doc:
         command = ".venv/bin/python benchmarks/bench_harness_learning.py"
+        target = "bench-gui-learning" if list(harnesses) == ["cua-agent"] else "bench-harness-learning"
         if list(harnesses) != list(HARNESSES):
             command += "".join(f" --harness {h}" for h in harnesses)
         if iterations != ITERATIONS:
@@ -101,14 +107,14 @@ def run(harnesses: list[str], iterations: int, samples: int, workdir: Path, doc:
             command += f" --samples-per-task {samples}"
         for runs in results:
             title = report.section_title(runs.harness)
-            write_section(title, report.section_markdown(command, commit, date, machine_summary(), runs))
+            write_section(title, report.section_markdown(command, target, commit, date, machine_summary(), runs))
             _log(f"wrote the {title!r} section of {DOC}")
     return 0 if all(r.verdict().ok for r in results) else 1
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--harness", action="append", choices=HARNESSES,
+    parser.add_argument("--harness", action="append", choices=list(EXAMPLES),
                         help=f"harness to run, repeatable (default: {' and '.join(HARNESSES)})")  # fmt: skip
     parser.add_argument("--iterations", type=int, default=ITERATIONS, help=f"iterations per run (default {ITERATIONS})")
     parser.add_argument("--samples-per-task", type=int, default=SAMPLES_PER_TASK,

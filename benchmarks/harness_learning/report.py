@@ -97,12 +97,12 @@ def section_title(harness: str) -> str:
     return f"{SECTION}: {harness}"
 
 
-def section_markdown(command: str, commit: str, date: str, machine: str, runs: HarnessRuns) -> str:
+def section_markdown(command: str, target: str, commit: str, date: str, machine: str, runs: HarnessRuns) -> str:
     real_s, control_s = runs.wall_s
     lines = [
         f"## {section_title(runs.harness)}",
         "",
-        f"Command: `{command}` (the `bench-harness-learning` make target), at commit {commit}. "
+        f"Command: `{command}` (the `{target}` make target), at commit {commit}. "
         f"Date: {date}. Machine: {machine}.",
         "",
         "The harness's example config runs twice from the same seed, with seeded sampling: the real run, "
