@@ -61,7 +61,7 @@ def test_a_control_that_rises_clearly_is_flagged() -> None:
 def test_section_has_both_runs_per_harness_and_the_verdicts() -> None:
     runs = HarnessRuns("codex", "setup sentence", _run([3, 4, 6, 8, 11, 12]), _run([5, 6, 5, 6, 6, 5]), (1234.0, 1300.0))
 
-    text = section_markdown("cmd --harness codex", "abc1234", "today", "2 cores", runs)
+    text = section_markdown("cmd --harness codex", "bench-harness-learning", "abc1234", "today", "2 cores", runs)
 
     assert text.startswith("## Learning through real harnesses: codex\n")
     assert "Command: `cmd --harness codex` (the `bench-harness-learning` make target), at commit abc1234." in text
