@@ -9,18 +9,21 @@ What the rollout runner calls (docs/environments.md, "Desktop tasks")::
 
 The apps start with the workspace as their working directory and the harness's own
 environment (a terminal on the desktop must not hand the agent the runner's variables),
-and the harness starts only once each app's window is on the screen. The verifier of the
-shipped tasks is ``desktop_verify.py``, copied into each task folder as ``verify.py``:
+and the harness starts only once each app's window is on the screen. An entry with
+``wait_exit: true`` is a set-up command instead (OSWorld's ``execute`` steps,
+suites/osworld.py): the next entry starts once it has exited with code 0. The verifier of
+the shipped tasks is ``desktop_verify.py``, copied into each task folder as ``verify.py``:
 it checks files in the workspace and window titles on the display (``goal.json``).
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from components.core.validation import join_errors
 from components.environments.base import EnvironmentSetupError
@@ -44,6 +47,15 @@ class DesktopApp(BaseModel):
     window: str | None = Field(
         None, min_length=1, description="Title of the window it opens: the harness starts once it is shown."
     )
+    wait_exit: bool = Field(
+        False, description="A set-up command: the next entry starts once it has exited with code 0 (start_timeout_s)."
+    )
+
+    @model_validator(mode="after")
+    def _window_or_exit(self) -> "DesktopApp":
+        if self.wait_exit and self.window is not None:
+            raise ValueError("an entry with wait_exit: true opens no window to wait for; remove window or wait_exit")
+        return self
 
 
 class DesktopTaskSpec(BaseModel):
@@ -54,7 +66,9 @@ class DesktopTaskSpec(BaseModel):
     width: int = Field(1280, ge=200, le=7680, description="Screen width in pixels.")
     height: int = Field(800, ge=200, le=4320, description="Screen height in pixels.")
     apps: list[DesktopApp] = Field(default_factory=list, description="Started in order, each on the display.")
-    start_timeout_s: float = Field(20.0, gt=0, description="How long each app's window may take to appear.")
+    start_timeout_s: float = Field(
+        20.0, gt=0, description="How long each app's window may take to appear (a set-up command, to exit)."
+    )
 
 
 def load_desktop_spec(task_dir: str | Path) -> DesktopTaskSpec | None:
@@ -68,7 +82,8 @@ def load_desktop_spec(task_dir: str | Path) -> DesktopTaskSpec | None:
         raise DesktopTaskError(f"{path}: not valid YAML ({exc})") from None
     except ValidationError as exc:
         fields = ", ".join(DesktopTaskSpec.model_fields)
-        raise DesktopTaskError(f"{path}: {join_errors(exc, f'misspelled? fields: {fields}; apps[]: argv, window')}") from None
+        hint = f"misspelled? fields: {fields}; apps[]: argv, window, wait_exit"
+        raise DesktopTaskError(f"{path}: {join_errors(exc, hint)}") from None
 
 
 def start_desktop(
@@ -88,7 +103,9 @@ def start_desktop(
         for app in spec.apps:
             argv = [_fill(arg, values) for arg in app.argv]
             process = desktop.launch(argv, cwd=workspace, env=env)
-            if app.window is not None:
+            if app.wait_exit:
+                _wait_for_exit(process, spec.start_timeout_s)
+            elif app.window is not None:
                 _wait_for_window(desktop, app.window, process, spec.start_timeout_s)
     except BaseException:
         desktop.teardown()
@@ -100,6 +117,20 @@ def _fill(arg: str, values: dict[str, str]) -> str:
     for placeholder, value in values.items():
         arg = arg.replace(placeholder, value)
     return arg
+
+
+def _wait_for_exit(process, timeout_s: float) -> None:
+    try:
+        code = process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentSetupError(
+            f"desktop task set-up command {process.args[0]} did not exit within {timeout_s:g}s; "
+            f"check its argv in {DESKTOP_FILE}, or raise start_timeout_s"
+        ) from None
+    if code != 0:
+        raise EnvironmentSetupError(
+            f"desktop task set-up command {process.args[0]} exited with code {code}; check its argv in {DESKTOP_FILE}"
+        )
 
 
 def _wait_for_window(desktop: DesktopEnvironment, title: str, process, timeout_s: float) -> None:

@@ -12,7 +12,8 @@ What the rollout runner calls (docs/environments.md)::
 a MiniWoB++ task page instead of one of our apps: ``goal`` names the MiniWoB task, ``seed``
 its episode (miniwob.py). The task folders are generated from (app, seed, goal) and checked
 in (``python -m components.environments write-web-tasks DIR``; ``openforge tasks miniwob``);
-tests keep them equal.
+tests keep them equal. ``app: static`` serves a folder of the task's own pages instead
+(static_site.py): the offline copy of a benchmark's live site (components/environments/suites/).
 """
 
 from __future__ import annotations
@@ -22,14 +23,15 @@ import urllib.request
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from components.core.validation import join_errors
-from components.environments import miniwob
+from components.environments import miniwob, static_site
 from components.environments.base import EnvironmentSetupError
+from components.environments.static_site import StaticSiteSpec
 from components.environments.webapps import APPS
 from components.environments.webapps.goal import URL_PLACEHOLDER, Goal
 from components.environments.webapps.server import TOKEN_HEADER, RunningApp, serve
@@ -82,26 +84,46 @@ class WebTaskSpec(BaseModel):
         return self
 
 
-def load_web_spec(task_dir: str | Path) -> WebTaskSpec | None:
+# What a web.yaml may hold: a seeded app (or a MiniWoB page) or a static site.
+WebSpec = WebTaskSpec | StaticSiteSpec
+_SPECS: dict[str, type[WebTaskSpec] | type[StaticSiteSpec]] = {
+    **{name: WebTaskSpec for name in get_args(WebTaskSpec.model_fields["app"].annotation)},
+    static_site.APP: StaticSiteSpec,
+}
+_FIELDS_HINT = "misspelled? fields: app, seed, goal; for app: static, app, pages, start"
+
+
+def load_web_spec(task_dir: str | Path) -> WebSpec | None:
     """The task's ``web.yaml``, validated; None when the task has none (not a web task)."""
     path = Path(task_dir) / WEB_FILE
     if not path.exists():
         return None
     try:
-        return WebTaskSpec.model_validate(yaml.safe_load(path.read_text()) or {})
+        raw = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:
         raise WebTaskError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(raw, dict):
+        raise WebTaskError(f"{path}: the top level must be a mapping (app, ...)")
+    app = raw.get("app")
+    if not isinstance(app, str) or app not in _SPECS:
+        found = "required field is missing" if app is None else f"{app!r} is not an app"
+        raise WebTaskError(f"{path}: app: {found}; set it to one of {', '.join(_SPECS)}")
+    try:
+        spec = _SPECS[app].model_validate(raw)
     except ValidationError as exc:
-        raise WebTaskError(f"{path}: {join_errors(exc, 'misspelled? fields: app, seed, goal')}") from None
+        raise WebTaskError(f"{path}: {join_errors(exc, _FIELDS_HINT)}") from None
+    if isinstance(spec, StaticSiteSpec) and not (Path(task_dir) / spec.pages).is_dir():
+        raise WebTaskError(f"{path}: pages: no folder {spec.pages!r} in the task folder; put the site's pages there")
+    return spec
 
 
 @dataclass
 class WebTask:
     """A web task's app, running on 127.0.0.1 for one rollout."""
 
-    spec: WebTaskSpec
+    spec: WebSpec
     app: RunningApp
-    path: str = ""  # where the agent starts: a MiniWoB task's page; our apps' home page
+    path: str = ""  # where the agent starts: a MiniWoB task's page, a static site's start; our apps' home page
 
     @property
     def url(self) -> str:
@@ -133,10 +155,15 @@ class WebTask:
 def start_web_task(task_dir: str | Path) -> WebTask | None:
     """Start the app ``web.yaml`` names, with a fresh state; None for a task without web.yaml."""
     spec = load_web_spec(task_dir)
-    return None if spec is None else start_app(spec)
+    return None if spec is None else start_app(spec, Path(task_dir))
 
 
-def start_app(spec: WebTaskSpec) -> WebTask:
+def start_app(spec: WebSpec, task_dir: Path | None = None) -> WebTask:
+    """Serve ``spec``'s app with a fresh state; a static site's pages are in ``task_dir``."""
+    if isinstance(spec, StaticSiteSpec):
+        if task_dir is None:
+            raise ValueError("a static site's pages are in its task folder: pass task_dir")
+        return WebTask(spec, serve(partial(static_site.add_routes, task_dir / spec.pages), {}), spec.start)
     if spec.app == miniwob.APP:
         running = serve(partial(miniwob.add_routes, spec.goal, spec.seed), miniwob.new_state(spec.goal, spec.seed))
         return WebTask(spec, running, miniwob.task_path(spec.goal))

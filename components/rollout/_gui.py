@@ -59,7 +59,7 @@ def open_gui(task: Task, adapter: HarnessAdapter, record: Record) -> Iterator[Gu
     if not needs_gui(task, adapter):
         yield None
         return
-    web = start_app(task.web) if task.web is not None else None
+    web = start_app(task.web, task.task_dir) if task.web is not None else None
     browser = BrowserEnvironment()
     try:
         browser.setup()

@@ -1,7 +1,8 @@
 """Tasks: a folder with ``task.yaml`` (prompt, workspace files, verifier, time limit).
 
-A web task also holds ``web.yaml`` (the seeded app to start before the harness,
-docs/environments.md); the loader validates it with the rest and puts it in ``Task.web``.
+A web task also holds ``web.yaml`` (the seeded app, or the folder of static pages, to start
+before the harness, docs/environments.md); the loader validates it with the rest and puts
+it in ``Task.web``.
 A desktop task holds ``desktop.yaml`` (the screen and the apps open on it), in ``Task.desktop``.
 
 A task set is a folder of task folders, on disk or under an ``s3://`` prefix. Loading
@@ -24,7 +25,7 @@ from components.core.choices import CandidateTurns, TaskChoices, check_candidate
 from components.core.storage import ArtifactStore, open_store
 from components.core.validation import describe_errors
 from components.environments.desktop_tasks import DESKTOP_FILE, DesktopTaskError, DesktopTaskSpec, load_desktop_spec
-from components.environments.web_tasks import WEB_FILE, WebTaskError, WebTaskSpec, load_web_spec
+from components.environments.web_tasks import WEB_FILE, WebSpec, WebTaskError, load_web_spec
 
 TASK_FILE = "task.yaml"
 TASK_ID_RULE = "lower-case letters, digits and '-', starting with a letter or digit, at most 48 characters"
@@ -78,7 +79,7 @@ class Task(BaseModel):
         "a turn with one candidate is forced. Other engines ignore them.",
     )
     task_dir: Path = Field(exclude=True, description="Where the task was loaded from (set by the loader).")
-    web: WebTaskSpec | None = Field(None, exclude=True, description=f"The folder's {WEB_FILE} (set by the loader).")
+    web: WebSpec | None = Field(None, exclude=True, description=f"The folder's {WEB_FILE} (set by the loader).")
     desktop: DesktopTaskSpec | None = Field(
         None, exclude=True, description=f"The folder's {DESKTOP_FILE} (set by the loader)."
     )

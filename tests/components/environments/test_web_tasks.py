@@ -50,7 +50,7 @@ def test_the_seed_decides_the_world(app: str) -> None:
     ("text", "message"),
     [
         ("app: shop\nseed: 1\ngoal: book\n", "goal 'book' is not one of the shop app's goals: checkout"),
-        ("app: cinema\nseed: 1\ngoal: x\n", "app: Input should be 'shop', 'form', 'flights' or 'miniwob'"),
+        ("app: cinema\nseed: 1\ngoal: x\n", "app: 'cinema' is not an app; set it to one of shop, form, flights, miniwob, static"),
         ("app: form\nseed: 1\ngoal: submit\nport: 8\n", r"port: unknown field \(misspelled\? fields: app, seed, goal"),
     ],
 )
