@@ -11,6 +11,7 @@ from components.engine.cli import engine_app, model_app
 from components.environments.cli import tasks_app
 from components.proxy.cli import proxy_command
 from components.rollout.harnesses.cli import harness_app
+from components.viewer.cli import view_command
 from components.trainer.cli import batch_app
 from pipelines.cluster.cli import deploy_command, status_command, submit_command
 from pipelines.compile import compile_command
@@ -30,6 +31,7 @@ app.command("eval")(eval_command)
 app.command("deploy")(deploy_command)
 app.command("submit")(submit_command)
 app.command("status")(status_command)
+app.command("view")(view_command)
 app.add_typer(batch_app, name="batch")
 app.add_typer(harness_app, name="harness")
 app.add_typer(tasks_app, name="tasks")
