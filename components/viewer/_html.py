@@ -127,14 +127,31 @@ def training_body(view: TrainingView) -> str:
     )
     rows = []
     for n, row in enumerate(view.rows):
-        spans = "".join(
-            f"<span class='t-{role}'" + (f" title='logprob {lp:.4f}'" if lp is not None else "") + f">{escape(tok)}</span>"
-            for tok, role, lp in zip(row.tokens, row.roles, row.logprobs)
-        )
+        spans = "".join(_token_spans(row.tokens, row.roles, row.logprobs))
         rows.append(
             f"<h2>Row {n}</h2><p>advantage {row.advantage:+.4f} · {row.trained} trained tokens</p><div class='tokens'>{spans}</div>"
         )
     return legend + "".join(rows)
+
+
+_RUN = 8  # a run of this many equal untrained tokens (an image's vision tokens) shows once, counted
+
+
+def _token_spans(tokens: list[str], roles: list[str], logprobs: list[float | None]) -> list[str]:
+    spans, i = [], 0
+    while i < len(tokens):
+        j = i
+        while j < len(tokens) and tokens[j] == tokens[i] and roles[j] == roles[i] and roles[i] != "trained":
+            j += 1
+        if j - i >= _RUN:
+            spans.append(f"<span class='t-{roles[i]}'>{escape(tokens[i])} ×{j - i}</span>")
+            i = j
+            continue
+        lp = logprobs[i]
+        title = f" title='logprob {lp:.4f}'" if lp is not None else ""
+        spans.append(f"<span class='t-{roles[i]}'{title}>{escape(tokens[i])}</span>")
+        i += 1
+    return spans
 
 
 def _message(message: dict[str, Any], base: str) -> str:

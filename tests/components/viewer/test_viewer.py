@@ -152,3 +152,13 @@ def _visible(text: str) -> str:
     from html import escape
 
     return " ".join(escape(text).split())
+
+
+def test_a_run_of_vision_tokens_shows_once_with_its_count_but_trained_tokens_each_alone() -> None:
+    from components.viewer._html import _token_spans
+
+    pads = ["<|image_pad|>"] * 96
+    spans = _token_spans(["Look", *pads, "!"], ["prompt"] * 98, [None] * 98)
+    assert spans[1] == "<span class='t-prompt'>&lt;|image_pad|&gt; ×96</span>" and len(spans) == 3
+    trained = _token_spans(["ok"] * 9, ["trained"] * 9, [-0.5] * 9)
+    assert len(trained) == 9 and "logprob -0.5000" in trained[0]
