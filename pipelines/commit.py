@@ -1,4 +1,5 @@
-"""The commit step: log an iteration's metrics to MLflow once, then record it as committed.
+"""The commit step: log an iteration's metrics and its rollouts' traces to MLflow once, then
+record it as committed.
 
 The commit step (pipelines/steps/commit.py) runs last in the iteration's DAG. It is idempotent:
 a rerun logs only the metrics MLflow lacks for iteration K, replaces the artifacts, and
@@ -10,9 +11,11 @@ left behind; committing past the first uncommitted iteration is refused (no gaps
 from __future__ import annotations
 
 import json
+import sys
 
 from components.core.config import ExperimentConfig
 from components.core.metrics import read_metrics
+from components.core.rollout_traces import iteration_traces
 from components.core.storage import ArtifactStore, RunLayout, open_store
 from pipelines.state import RunState, read_state, write_state
 
@@ -36,6 +39,12 @@ def commit_iteration(config: ExperimentConfig, iteration: int, config_text: str)
         )
     tracker = ExperimentTracker(config.tracking, config.name)
     tracker.log_iteration(iteration, read_metrics(store, layout.metrics(iteration)))
+    traces, unreadable = iteration_traces(store, layout, iteration)
+    tracker.log_rollout_traces(traces, iteration)
+    if unreadable:  # a summary for the MLflow UI: never worth failing the commit, always worth saying
+        first = next(iter(unreadable.items()))
+        print(f"warning: {len(unreadable)} rollout(s) of iteration {iteration} have no MLflow trace: their "
+              f"records cannot be read (first: {first[0]}: {first[1]})", file=sys.stderr, flush=True)  # fmt: skip
     tracker.log_text(config_text, CONFIG_ARTIFACT)
     tracker.log_summary()
     tracker.log_reward_plot()

@@ -165,3 +165,25 @@ def any_store(storage_settings: dict[str, str | None]) -> ArtifactStore:
 def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> str:
     """One MLflow sqlite store per session: creating its tables takes seconds."""
     return f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+
+
+@pytest.fixture(scope="session")
+def quickstart_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """One real iteration of examples/quickstart.yaml (the reference harness, choice mode):
+    its store URI and its folder (``mlflow.db`` holds its tracking)."""
+    import io
+
+    from rich.console import Console
+
+    from components.core.config import load_config
+    from pipelines.run import run_experiment
+
+    repo = Path(__file__).resolve().parents[1]
+    work = tmp_path_factory.mktemp("quickstart")
+    config = load_config(repo / "examples" / "quickstart.yaml").model_copy(deep=True)
+    config.iterations = 1
+    config.tasks.source = str(repo / "examples" / "tasks" / "quickstart")
+    config.storage.uri = f"file://{work / 'store'}"
+    config.tracking.uri = f"sqlite:///{work / 'mlflow.db'}"
+    run_experiment(config, console=Console(file=io.StringIO()), workdir=work / ".openforge")
+    return config.storage.uri, work

@@ -14,8 +14,12 @@ import re
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from components.core.config import TrackingConfig
+
+if TYPE_CHECKING:
+    from components.core.rollout_traces import SpanPlan
 
 RUN_TAG = "openforge.experiment"
 CONFIG_ARTIFACT = "config.yaml"
@@ -56,8 +60,8 @@ class ExperimentTracker:
             db.parent.mkdir(parents=True, exist_ok=True)
         self.uri = tracking.uri
         self.client = MlflowClient(tracking_uri=tracking.uri)
-        experiment_id = self._experiment_id(tracking.experiment or experiment or run_name, db)
-        self.run_id = self._run_id(experiment_id, run_name)
+        self.experiment_id = self._experiment_id(tracking.experiment or experiment or run_name, db)
+        self.run_id = self._run_id(self.experiment_id, run_name)
 
     def _experiment_id(self, name: str, db: Path | None) -> str:
         experiment = self.client.get_experiment_by_name(name)
@@ -128,6 +132,12 @@ class ExperimentTracker:
             axes.legend()
         figure.tight_layout()
         self.client.log_figure(self.run_id, figure, REWARD_PLOT)
+
+    def log_rollout_traces(self, traces: Mapping[str, "SpanPlan"], iteration: int) -> int:
+        """Each rollout of ``iteration`` as a trace linked to the run (rollout_traces.py); how many were new."""
+        from components.core.rollout_traces import log_rollout_traces
+
+        return log_rollout_traces(self.client, self.experiment_id, self.run_id, iteration, dict(traces))
 
     def finish(self) -> None:
         """Mark the run finished (a later resume keeps logging to it)."""

@@ -5,7 +5,6 @@ conversation, and the training view counts exactly the trained tokens of the bat
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import re
 from pathlib import Path
@@ -13,27 +12,11 @@ from typing import Any, Iterator
 
 import httpx
 import pytest
-from rich.console import Console
 
-from components.core.config import load_config
 from components.core.services import Service, free_port, openforge_argv, start_service
 from components.core.storage import RunLayout, open_store
-from pipelines.run import run_experiment
 
 REPO = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture(scope="module")
-def quickstart_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
-    """One iteration of examples/quickstart.yaml (the reference harness, choice mode)."""
-    work = tmp_path_factory.mktemp("quickstart")
-    config = load_config(REPO / "examples" / "quickstart.yaml").model_copy(deep=True)
-    config.iterations = 1
-    config.tasks.source = str(REPO / "examples" / "tasks" / "quickstart")
-    config.storage.uri = f"file://{work / 'store'}"
-    config.tracking.uri = f"sqlite:///{work / 'mlflow.db'}"
-    run_experiment(config, console=Console(file=io.StringIO()), workdir=work / ".openforge")
-    return config.storage.uri, work
 
 
 @pytest.fixture(scope="module")
