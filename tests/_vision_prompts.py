@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from pathlib import Path
 
 from components.core.images import rebuild_request, rebuild_upstream_request
@@ -13,8 +14,9 @@ from components.core.trajectory import RecordedCall
 
 def processor_prompt_ids(call: RecordedCall, images_dir: Path, model_dir: Path) -> list[int]:
     """The chat request the engine was sent, rebuilt from the record and the image store,
-    rendered by the checkpoint's chat template (text parts joined by newlines, each image
-    as Qwen2-VL's marker) and expanded by its image processor: one pad per merged patch."""
+    rendered by the checkpoint's chat template as vLLM prepares messages (text parts joined
+    by newlines, each image as Qwen2-VL's marker, tool-call arguments parsed from their JSON)
+    and expanded by its image processor: one pad per merged patch."""
     from PIL import Image
     from transformers import AutoTokenizer, Qwen2VLImageProcessorPil
 
@@ -36,7 +38,12 @@ def processor_prompt_ids(call: RecordedCall, images_dir: Path, model_dir: Path) 
                 else:
                     texts.append(part["text"])
             content = "\n".join(texts)
-        messages.append({**message, "content": content or ""})
+        calls = [
+            {**call, "function": {**call["function"], "arguments": json.loads(call["function"]["arguments"] or "{}")}}
+            if isinstance(call["function"].get("arguments"), str) else call
+            for call in message.get("tool_calls") or []
+        ]  # fmt: skip
+        messages.append({**message, "content": content or "", **({"tool_calls": calls} if calls else {})})
     text = tokenizer.apply_chat_template(messages, tools=request.get("tools"), tokenize=False, add_generation_prompt=True)
     ids = tokenizer.encode(text, add_special_tokens=False)
     pad = tokenizer.convert_tokens_to_ids(IMAGE_PAD)

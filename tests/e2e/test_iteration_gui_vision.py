@@ -28,9 +28,12 @@ from tests.components.proxy._images import data_url, png
 from tests.e2e.test_iteration_web import RUNTIME, noisy_task
 
 REPO = Path(__file__).resolve().parents[2]
+# (harness, task, the fixture its packages need, model calls per rollout). browser-use's
+# random answers never parse: one call. cua-agent plays the task's candidate turns (choice
+# mode, examples/desktop.yaml) and needs all three to reach its verifier.
 GUI = {
-    "web": ("browser-use", REPO / "examples" / "tasks" / "web" / "web-form-submit-1", "chromium_ready"),
-    "desktop": ("cua-agent", REPO / "examples" / "tasks" / "desktop" / "desktop-terminal-file", "desktop_ready"),
+    "web": ("browser-use", REPO / "examples" / "tasks" / "web" / "web-form-submit-1", "chromium_ready", 1),
+    "desktop": ("cua-agent", REPO / "examples" / "tasks" / "desktop" / "desktop-terminal-file", "desktop_ready", 4),
 }
 
 
@@ -43,7 +46,7 @@ def test_a_gui_iteration_trains_a_vision_language_policy_on_its_screenshots(
     from safetensors.torch import load_file
     from verl import DataProto
 
-    harness, task, ready = GUI[example_name]
+    harness, task, ready, max_turns = GUI[example_name]
     request.getfixturevalue(ready)  # Chromium or the X desktop packages, installed or skipped
     if not get_harness(harness).is_installed():
         pytest.skip(f"{harness} is not installed: run `openforge harness install {harness}`")
@@ -54,7 +57,7 @@ def test_a_gui_iteration_trains_a_vision_language_policy_on_its_screenshots(
             "name": f"{example_name}-vl",
             "model": example.model.model_copy(update={"tiny_vision": True}),
             "tasks": example.tasks.model_copy(update={"source": str(tmp_path / "tasks"), "per_iteration": 1}),
-            "harness": example.harness.model_copy(update={"max_turns": 1}),
+            "harness": example.harness.model_copy(update={"max_turns": max_turns}),
             "storage": example.storage.model_copy(update={"uri": f"file://{tmp_path / 'store'}"}),
             "tracking": example.tracking.model_copy(update={"uri": tracking_uri}),
         }
