@@ -35,7 +35,7 @@ def init_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
     only (tokenizer and chat template are shared by every seed).
     """
     import torch
-    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -60,16 +60,23 @@ def init_tiny_model(out_dir: str | Path, seed: int = 0) -> Path:
     )
     model = Qwen2ForCausalLM(config).to(torch.float32)
     fill_weights(model, seed)
-    model.generation_config = GenerationConfig(
+    model.generation_config = generation_config(token_id)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    name_tokenizer_class(out / "tokenizer_config.json")
+    return out
+
+
+def generation_config(token_id: dict[str, int]) -> object:
+    """End on <|im_end|> or <|endoftext|>, and vLLM's default max_tokens (see above)."""
+    from transformers import GenerationConfig
+
+    return GenerationConfig(
         bos_token_id=token_id[PAD_TOKEN],
         eos_token_id=[token_id[EOS_TOKEN], token_id[PAD_TOKEN]],
         pad_token_id=token_id[PAD_TOKEN],
         max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
     )
-    model.save_pretrained(out, safe_serialization=True)
-    tokenizer.save_pretrained(out)
-    name_tokenizer_class(out / "tokenizer_config.json")
-    return out
 
 
 def fill_weights(model: object, seed: int) -> None:

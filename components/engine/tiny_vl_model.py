@@ -18,7 +18,6 @@ from typing import Any
 
 from components.engine._tokenizer_build import ADDED_TOKENS, EOS_TOKEN, PAD_TOKEN, build_tokenizer
 from components.engine.tiny_model import (
-    DEFAULT_MAX_NEW_TOKENS,
     HIDDEN_SIZE,
     INTERMEDIATE_SIZE,
     MAX_POSITION_EMBEDDINGS,
@@ -26,6 +25,7 @@ from components.engine.tiny_model import (
     NUM_KV_HEADS,
     NUM_LAYERS,
     fill_weights,
+    generation_config,
     name_tokenizer_class,
 )
 
@@ -56,7 +56,7 @@ MROPE_SECTION = (4, 6, 6)
 def init_tiny_vl_model(out_dir: str | Path, seed: int = 0) -> Path:
     """Write the tiny vision-language model into ``out_dir`` (created if missing); its path."""
     import torch
-    from transformers import GenerationConfig, Qwen2VLConfig, Qwen2VLForConditionalGeneration
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,12 +102,7 @@ def init_tiny_vl_model(out_dir: str | Path, seed: int = 0) -> Path:
     )
     model = Qwen2VLForConditionalGeneration(config).to(torch.float32)
     fill_weights(model, seed)
-    model.generation_config = GenerationConfig(
-        bos_token_id=token_id[PAD_TOKEN],
-        eos_token_id=[token_id[EOS_TOKEN], token_id[PAD_TOKEN]],
-        pad_token_id=token_id[PAD_TOKEN],
-        max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
-    )
+    model.generation_config = generation_config(token_id)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     build_image_processor().save_pretrained(out)
