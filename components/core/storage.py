@@ -234,6 +234,14 @@ class RunLayout:
     def metrics(self, iteration: int) -> str:
         return f"{self._it(iteration)}/metrics.json"
 
+    def analytics(self, iteration: int) -> str:
+        """The iteration's behaviour analytics, computed from its recordings (docs/analytics.md)."""
+        return f"{self._it(iteration)}/analytics.json"
+
+    def costs(self, iteration: int | str) -> str:
+        """Prefix of the iteration's cost records, one object per step run (docs/operations.md, "What a run costs")."""
+        return f"{self._it(iteration)}/costs"
+
     def checkpoint(self, version: int) -> str:
         return f"{self.name}/checkpoints/{version:05d}"
 
