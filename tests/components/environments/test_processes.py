@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 from components.environments.processes import kill_and_wait, outside_connections, pids_with
 
@@ -27,6 +28,10 @@ def test_pids_with_finds_a_process_by_marker_and_kill_ends_it(tmp_path) -> None:
     # lost it whenever dash exec'd sleep in its place before the check.
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", marker])
     try:
+        # Until the child has exec'd, /proc shows the forked test's own command line: wait for it.
+        deadline = time.monotonic() + 10
+        while process.pid not in pids_with(marker) and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert process.pid in pids_with(marker)
         assert kill_and_wait(pids_with(marker)) == []
         process.wait(timeout=5)
