@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import time
-from contextlib import aclosing
-from typing import Any, AsyncIterator
+from typing import Any
 
 import orjson
 from aiohttp import web
@@ -12,7 +11,8 @@ from aiohttp import web
 from components.engine._chat_render import encode, normalize_messages, render_chat, scripted_reply_ids
 from components.engine._chat_template import read_prompt
 from components.engine._engine import DevEngine
-from components.engine._generation import ChoiceReply, ScriptedReply, Step
+from components.engine._engine_sse import chat_chunks, collect, completion_chunks, send_events
+from components.engine._generation import ChoiceReply, ScriptedReply
 from components.engine._vision import VisionInputs
 from components.engine._protocol import (
     ApiError,
@@ -97,8 +97,8 @@ class Routes:
         steps = self.engine.generate(prompt_ids, params, reply, vision)
         if req.stream:
             stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text, self.parsers)
-            return await _send_events(request, _chat_chunks(stream, steps), _applied_header(params))
-        collected = await _collect(steps)
+            return await send_events(request, chat_chunks(stream, steps), _applied_header(params))
+        collected = await collect(steps)
         body = chat_response(req, self.served_model_name, prompt_ids, collected, self._token_text, self.parsers)
         return json_response(body, headers=_applied_header(params))
 
@@ -119,8 +119,8 @@ class Routes:
         steps = self.engine.generate(prompt_ids, params, reply)
         if req.stream:
             stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text)
-            return await _send_events(request, _completion_chunks(stream, steps), _applied_header(params))
-        collected = await _collect(steps)
+            return await send_events(request, completion_chunks(stream, steps), _applied_header(params))
+        collected = await collect(steps)
         body = completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text)
         return json_response(body, headers=_applied_header(params))
 
@@ -375,47 +375,3 @@ async def _read_json(request: web.Request) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ApiError(f"the request body is not valid JSON: {exc}") from None
-
-
-async def _collect(steps: AsyncIterator[Step]) -> list[Step]:
-    async with aclosing(steps):
-        return [step async for step in steps]
-
-
-async def _chat_chunks(stream: ChatStream, steps: AsyncIterator[Step]) -> AsyncIterator[dict[str, Any]]:
-    yield stream.first()
-    async with aclosing(steps):
-        async for step in steps:
-            if (chunk := stream.step(step)) is not None:
-                yield chunk
-    if (last := stream.last()) is not None:
-        yield last
-
-
-async def _completion_chunks(stream: CompletionStream, steps: AsyncIterator[Step]) -> AsyncIterator[dict[str, Any]]:
-    async with aclosing(steps):
-        async for step in steps:
-            yield stream.step(step)
-    if (last := stream.last()) is not None:
-        yield last
-
-
-async def _send_events(
-    request: web.Request, chunks: AsyncIterator[dict[str, Any]], extra_headers: dict[str, str]
-) -> web.StreamResponse:
-    """Write each chunk as one SSE event the moment it exists, then ``[DONE]``."""
-    headers = {"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", **extra_headers}
-    response = web.StreamResponse(headers=headers)
-    await response.prepare(request)
-    async with aclosing(chunks):
-        try:
-            async for chunk in chunks:
-                await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
-        except (ConnectionResetError, ConnectionError):
-            return response  # the client left; closing `chunks` cancels the generation
-        except Exception as exc:  # headers are sent: report in-stream, as vLLM does
-            error = exc if isinstance(exc, ApiError) else ApiError(f"generation failed: {exc}", status=500)
-            await response.write(b"data: " + orjson.dumps(error.body()) + b"\n\n")
-    await response.write(b"data: [DONE]\n\n")
-    await response.write_eof()
-    return response
