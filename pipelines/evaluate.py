@@ -12,7 +12,8 @@ run's store and in an MLflow run of their own (pipelines/eval_report.py). Reusin
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -137,22 +138,45 @@ def eval_table(summary: EvalSummary) -> Table:
     return table
 
 
+@contextmanager
+def exits_on_failure(console: Console, evaluation: ExperimentConfig) -> Iterator[None]:
+    """A failed or stopped evaluation as the command's exit: the error in red, or how to resume."""
+    from pipelines.executor import ManifestError, WorkflowFailed
+
+    try:
+        yield
+    except (WorkflowFailed, RunError, ManifestError) as exc:
+        console.print(str(exc), style="red", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        console.print(f"[yellow]Stopped. Resume with --id {evaluation.evaluation.id}.[/yellow]")
+        raise typer.Exit(130) from None
+
+
+# The options `openforge eval` shares with `openforge probe` (pipelines/probe.py), an evaluation too.
+CONFIG_ARGUMENT = typer.Argument(..., help="Experiment config (YAML) whose run, store and MLflow the evaluation uses.")
+CHECKPOINT_OPTION = typer.Option("latest", "--checkpoint", help=_CHECKPOINT_HELP)
+TASKS_OPTION = typer.Option(None, "--tasks", help="Task set to evaluate on (default: the config's tasks.source).")
+ID_OPTION = typer.Option(None, "--id", help="Names <name>/evals/<id>/ (default: checkpoint and time); reuse to resume.")
+WARM_START_OPTION = typer.Option(True, help="Fork the steps from a process that imported them once.")
+RUNTIME_OPTION = typer.Option(DEFAULT_RUNTIME, help=RUNTIME_HELP)
+
+
 def eval_command(
-    config: Path = typer.Argument(..., help="Experiment config (YAML) whose run, store and MLflow the evaluation uses."),
-    checkpoint: str = typer.Option("latest", "--checkpoint", help=_CHECKPOINT_HELP),
-    tasks: str | None = typer.Option(None, "--tasks", help="Task set to evaluate on (default: the config's tasks.source)."),
+    config: Path = CONFIG_ARGUMENT,
+    checkpoint: str = CHECKPOINT_OPTION,
+    tasks: str | None = TASKS_OPTION,
     samples: int | None = typer.Option(None, "--samples", min=1, help="Rollouts per task, the k of pass@k (default: the config's)."),
     out: Path | None = typer.Option(None, "--out", help="Also write summary.json into this folder."),
-    eval_id: str | None = typer.Option(None, "--id", help="Names <name>/evals/<id>/ (default: checkpoint and time); reuse to resume."),
+    eval_id: str | None = ID_OPTION,
     compile_only: bool = typer.Option(False, "--compile-only", help="Write the evaluation's Argo Workflow to OUT (default argo/) and stop."),
-    warm_start: bool = typer.Option(True, help="Fork the steps from a process that imported them once."),
-    runtime: Runtime = typer.Option(DEFAULT_RUNTIME, help=RUNTIME_HELP),
+    warm_start: bool = WARM_START_OPTION,
+    runtime: Runtime = RUNTIME_OPTION,
 ) -> None:
     """Evaluate a policy on a task set: the iteration's DAG without train and commit."""
     from rich.console import Console
 
     from components.core.config import ConfigError, load_config
-    from pipelines.executor import ManifestError, WorkflowFailed
 
     try:
         evaluation = eval_config(load_config(config), checkpoint, tasks, samples, eval_id)
@@ -167,14 +191,8 @@ def eval_command(
         return
     console = Console()
     warn_if_unsandboxed(console, runtime)
-    try:
+    with exits_on_failure(console, evaluation):
         summary = evaluate_policy(evaluation, console, warm_start=warm_start, runtime=runtime)
-    except (WorkflowFailed, RunError, ManifestError) as exc:
-        console.print(str(exc), style="red", markup=False, highlight=False)
-        raise typer.Exit(1) from None
-    except KeyboardInterrupt:
-        console.print(f"[yellow]Stopped. Resume with --id {evaluation.evaluation.id}.[/yellow]")
-        raise typer.Exit(130) from None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n")

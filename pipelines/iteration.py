@@ -48,6 +48,8 @@ from pipelines.steps.serve import HEALTH_PATH
 from pipelines.steps.serve import PORT as SERVE_PORT
 
 ENTRYPOINT = "iteration"
+# An evaluation is one iteration: its keys sit under <name>/evals/<id>/iterations/0/.
+EVAL_ITERATION = 0
 GENERATE = "generate"
 EXIT_HANDLER = "exit-handler"
 # Writable paths of the rollout containers, whose root file systems are read-only.
@@ -379,7 +381,7 @@ def build_eval_workflow(config: ExperimentConfig) -> Workflow:
     return Workflow(
         generate_name=f"{config.name}-eval-",
         entrypoint=ENTRYPOINT,
-        arguments=[Parameter(name="iteration", value="0"), config_parameter(config)],
+        arguments=[Parameter(name="iteration", value=str(EVAL_ITERATION)), config_parameter(config)],
         templates=iteration_templates(config),
         **settings,
     )

@@ -31,6 +31,7 @@ class ArtifactStore(Protocol):
     def get_bytes(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def list(self, prefix: str) -> list[str]: ...
+    def sizes(self, prefix: str) -> dict[str, int]: ...
 
 
 def _check_key(key: str) -> str:
@@ -80,6 +81,10 @@ class LocalStore:
             for p in base.rglob("*")
             if p.is_file() and not p.name.startswith(".")
         )
+
+    def sizes(self, prefix: str) -> dict[str, int]:
+        """Bytes of each object under ``prefix`` (what the cost report bills as storage)."""
+        return {key: self._path(key).stat().st_size for key in self.list(prefix)}
 
 
 class S3Store:
@@ -132,6 +137,15 @@ class S3Store:
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
             keys.extend(obj["Key"][strip:] for obj in page.get("Contents", []))
         return sorted(keys)
+
+    def sizes(self, prefix: str) -> dict[str, int]:
+        """Bytes of each object under ``prefix``, from the listing itself (no object is read)."""
+        full = self._key(prefix.rstrip("/")) + "/" if prefix else self.prefix
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        found: dict[str, int] = {}
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
+            found.update((obj["Key"][strip:], obj["Size"]) for obj in page.get("Contents", []))
+        return found
 
 
 def open_store(uri: str, endpoint_url: str | None = None) -> ArtifactStore:
@@ -201,6 +215,10 @@ class RunLayout:
     def eval_summary(self) -> str:
         """An evaluation's results (written by its report step)."""
         return f"{self._scope}/summary.json"
+
+    def probe_report(self) -> str:
+        """A learnability probe's verdict on an evaluation (written by `openforge probe`, docs/operations.md)."""
+        return f"{self._scope}/probe.json"
 
     def plan(self, iteration: int) -> str:
         return f"{self._it(iteration)}/plan.json"

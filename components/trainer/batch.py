@@ -68,8 +68,13 @@ class BatchStats(BaseModel):
         }
 
 
-def _groups_with_signal(records: Sequence[RewardRecord], stats: BatchStats) -> list[RewardRecord]:
-    """Usable records of groups whose rewards differ; all-equal groups have zero advantage."""
+def groups_with_signal(records: Sequence[RewardRecord], stats: BatchStats | None = None) -> list[RewardRecord]:
+    """Usable records of groups whose rewards differ; all-equal groups have zero advantage.
+
+    The one rule for which rollouts train: the batch uses it, and the learnability probe
+    (components/trainer/learnability.py) predicts from it. ``stats`` counts what it left out.
+    """
+    stats = stats if stats is not None else BatchStats()
     by_group: dict[str, list[RewardRecord]] = defaultdict(list)
     for record in records:
         if record.usable:
@@ -260,7 +265,7 @@ def build_batch(
         records, counts, problems = flag_mismatches(calls_by_rollout, records, decode)
         stats.token_text_checked, stats.token_text_skipped = counts["checked"], counts["skipped"]
         stats.token_text_mismatch, stats.mismatches = len(problems), problems
-    trained = _groups_with_signal(records, stats)
+    trained = groups_with_signal(records, stats)
     stats.rollouts = len(trained)
     advantages = rollout_advantages(trained, algorithm.norm_adv_by_std)
     rows = _collect_rows(calls_by_rollout, trained, algorithm, algorithm.row_limits(max_model_len), stats)
