@@ -20,12 +20,12 @@ and a rule fixed here applies to trajectories recorded before the fix.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from components.core.tool_calls import answer_tool_calls
 from components.core.trajectory import RecordedCall
 
 SUBAGENT = "subagent"
@@ -48,35 +48,9 @@ class Branch:
     parent_call: int | None  # call_index of the call it branches from; None when nothing is shared
 
 
-def _arguments(raw: Any) -> Mapping[str, Any]:
-    if isinstance(raw, Mapping):
-        return raw
-    if isinstance(raw, str):
-        try:
-            parsed = json.loads(raw)
-        except json.JSONDecodeError:
-            return {}
-        return parsed if isinstance(parsed, Mapping) else {}
-    return {}
-
-
 def tool_calls(response: Mapping[str, Any] | None) -> list[tuple[str, Mapping[str, Any]]]:
     """``(name, arguments)`` of each tool call in a recorded response, for every recorded API."""
-    if not isinstance(response, Mapping):
-        return []
-    found: list[tuple[str, Mapping[str, Any]]] = []
-    for block in response.get("content") or []:  # anthropic.messages
-        if isinstance(block, Mapping) and block.get("type") == "tool_use":
-            found.append((str(block.get("name")), _arguments(block.get("input"))))
-    for item in response.get("output") or []:  # responses
-        if isinstance(item, Mapping) and item.get("type") == "function_call":
-            found.append((str(item.get("name")), _arguments(item.get("arguments"))))
-    for choice in response.get("choices") or []:  # chat.completions
-        message = choice.get("message") if isinstance(choice, Mapping) else None
-        for call in (message or {}).get("tool_calls") or []:
-            function = (call.get("function") or {}) if isinstance(call, Mapping) else {}
-            found.append((str(function.get("name")), _arguments(function.get("arguments"))))
-    return found
+    return [(call.name, call.arguments) for call in answer_tool_calls(response)]
 
 
 def _texts(content: Any) -> list[str]:
