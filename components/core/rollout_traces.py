@@ -18,13 +18,13 @@ rollout): a rerun of the commit step adds only the traces MLflow lacks.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from components.core.rollout_records import iteration_records
 from components.core.storage import ArtifactStore, RunLayout
-from components.core.trajectory import RecordedCall
+from components.core.trajectory import RecordedCall, chat_request
 
 ROLLOUT_TAG = "openforge.rollout_id"
 ITERATION_TAG = "openforge.iteration"
@@ -52,7 +52,7 @@ def rollout_trace(rollout_id: str, calls: list[RecordedCall], outcome: dict[str,
         return None
     spans, seen = [], 0
     for n, call in enumerate(calls):
-        messages = _chat(call).get("messages") or []
+        messages = chat_request(call).get("messages") or []
         start = int(call.started_at * 1e9)
         end = start + int(call.latency_ms * 1e6)
         answer = _answer(call)
@@ -79,7 +79,7 @@ def rollout_trace(rollout_id: str, calls: list[RecordedCall], outcome: dict[str,
         spans += _tool_spans(answer, end, following)
     first, last = spans[0].start_ns, max(s.end_ns for s in spans)
     outcome = outcome or {}
-    first_messages = _chat(calls[0]).get("messages") or []
+    first_messages = chat_request(calls[0]).get("messages") or []
     return SpanPlan(
         name=f"rollout {rollout_id}",
         span_type="AGENT",
@@ -101,22 +101,14 @@ def rollout_trace(rollout_id: str, calls: list[RecordedCall], outcome: dict[str,
 def iteration_traces(store: ArtifactStore, layout: RunLayout, iteration: int) -> tuple[dict[str, SpanPlan], dict[str, str]]:
     """The trace of every rollout the iteration's plan names that recorded a call, and why
     each rollout whose records cannot be read has none (the records stay as they are)."""
-    if not store.exists(layout.plan(iteration)):
-        return {}, {}
     traces, unreadable = {}, {}
-    for rollout in json.loads(store.get_bytes(layout.plan(iteration))).get("rollouts", []):
-        rollout_id = rollout["rollout_id"]
-        key, outcome_key = layout.trajectory(iteration, rollout_id), layout.outcome(iteration, rollout_id)
-        try:
-            lines = store.get_bytes(key).splitlines() if store.exists(key) else []
-            calls = [RecordedCall.model_validate_json(line) for line in lines if line.strip()]
-            outcome = json.loads(store.get_bytes(outcome_key)) if store.exists(outcome_key) else {"task_id": rollout["task_id"]}
-        except ValueError as exc:  # pydantic's ValidationError and JSON errors are ValueErrors
-            unreadable[rollout_id] = str(exc).splitlines()[0]
+    for records in iteration_records(store, layout, iteration):
+        if records.problem is not None:
+            unreadable[records.rollout_id] = records.problem
             continue
-        trace = rollout_trace(rollout_id, calls, outcome)
+        trace = rollout_trace(records.rollout_id, records.calls, records.outcome or {"task_id": records.task_id})
         if trace is not None:
-            traces[rollout_id] = trace
+            traces[records.rollout_id] = trace
     return traces, unreadable
 
 
@@ -167,7 +159,7 @@ def _tool_spans(answer: dict[str, Any] | None, start: int, following: RecordedCa
         return []
     end = int(following.started_at * 1e9) if following is not None else start
     results = {}
-    for message in (_chat(following).get("messages") or []) if following is not None else []:
+    for message in (chat_request(following).get("messages") or []) if following is not None else []:
         if isinstance(message, dict) and message.get("role") == "tool":
             results[message.get("tool_call_id")] = _text(message.get("content"))
     return [
@@ -182,11 +174,6 @@ def _tool_spans(answer: dict[str, Any] | None, start: int, following: RecordedCa
         for call in calls
         if isinstance(call, dict)
     ]
-
-
-def _chat(call: RecordedCall) -> dict[str, Any]:
-    """The chat request the engine was sent (a translation's, for the other APIs)."""
-    return (call.translation.upstream_request if call.translation is not None else None) or call.request
 
 
 def _answer(call: RecordedCall) -> dict[str, Any] | None:

@@ -237,3 +237,12 @@ def latest_attempt(calls: Sequence[RecordedCall], attempt: int | None = None) ->
         return []
     chosen = max(attempt_of(call) for call in calls) if attempt is None else attempt
     return [call for call in calls if attempt_of(call) == chosen]
+
+
+def chat_request(call: RecordedCall) -> dict[str, Any]:
+    """The chat-completions request the engine was sent: the translation's for the other APIs.
+
+    One form for every recorded API: the conversation so far (tool calls as the assistant's
+    ``tool_calls``, tool results as ``tool`` messages) and the declared ``tools``.
+    """
+    return (call.translation.upstream_request if call.translation is not None else None) or call.request
