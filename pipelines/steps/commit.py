@@ -1,4 +1,4 @@
-"""commit: the iteration's metrics and rollout traces to MLflow (once), then ``state.json`` (last).
+"""commit: the iteration's metrics, behaviour analytics and rollout traces to MLflow (once), then ``state.json`` (last).
 
 Calls ``pipelines.commit.commit_iteration``, idempotent: a rerun logs only what MLflow
 lacks, and a run killed before the state is written resumes from the last commit.
@@ -29,10 +29,10 @@ def run(iteration: int) -> None:
 
 SPEC = StepSpec(
     name="commit",
-    summary="Log an iteration's metrics and rollout traces to MLflow (once) and mark it committed in state.json.",
+    summary="Log an iteration's metrics, behaviour analytics and rollout traces to MLflow (once) and mark it committed in state.json.",
     calls="pipelines.commit:commit_iteration",
     run=run,
     flags=(iteration_flag("The iteration to commit."),),
     reads=("state", "checkpoint_marker", "metrics", "plan", "trajectory", "outcome"),
-    writes=("state",),
+    writes=("state", "analytics", "costs"),
 )
