@@ -13,12 +13,16 @@ importance ratio.
 The prepare step writes the iteration's book (``RunLayout.choices``) from the chosen
 tasks' ``choices``; the serve step hands it to the engine. The engine finds a request's
 task by its ``match`` text (the task's prompt) in the rendered conversation, and the turn
-by the number of assistant messages before it, as scripted mode does.
+by the number of assistant messages before it, as scripted mode does; or, for a harness
+that sends every step as a fresh conversation (browser-use: no assistant turns, the
+history written into the prompt), by the step number the harness states in the prompt
+(``turn_pattern``, from the harness adapter's ``choice_turn_pattern``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
@@ -66,7 +70,25 @@ class ChoiceBook(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tasks: list[TaskChoices]
+    turn_pattern: str | None = Field(
+        None,
+        description="A regex whose first group is the 1-based step the harness states in the conversation "
+        "(the last match counts); unset: the turn is the number of assistant messages before the request.",
+    )
     _keys: list[tuple[str, TaskChoices]] = PrivateAttr(default_factory=list)
+
+    @field_validator("turn_pattern")
+    @classmethod
+    def _one_group(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        try:
+            groups = re.compile(value).groups
+        except re.error as exc:
+            raise ValueError(f"turn_pattern {value!r} is not a regular expression: {exc}") from None
+        if groups < 1:
+            raise ValueError(f"turn_pattern {value!r} needs a group that captures the step number, e.g. Step(\\d+)")
+        return value
 
     def model_post_init(self, _context: object) -> None:
         # Longest first: a task whose prompt contains another task's prompt must win.
@@ -79,12 +101,26 @@ class ChoiceBook(BaseModel):
         folded = normalize_text(conversation)
         return next((task for key, task in self._keys if key in folded), None)
 
-    def candidates(self, conversation: str, turn: int) -> tuple[str, list[ScriptedTurn]] | None:
-        """(task id, candidates) for the assistant turn after ``turn`` earlier ones; None: sample freely."""
+    def candidates(self, conversation: str, assistant_turns: int) -> tuple[str, int, list[ScriptedTurn]] | None:
+        """(task id, turn, candidates) for this request's turn; None: sample freely.
+
+        The turn is ``assistant_turns`` (the assistant messages before the request), or the
+        step ``turn_pattern`` reads from the conversation; a conversation that states no
+        step is no turn of the book (sampled freely).
+        """
         task = self.find(conversation)
-        if task is None or not 0 <= turn < len(task.turns):
+        turn = assistant_turns if self.turn_pattern is None else self._stated_turn(conversation)
+        if task is None or turn is None or not 0 <= turn < len(task.turns):
             return None
-        return task.task_id, task.turns[turn]
+        return task.task_id, turn, task.turns[turn]
+
+    def _stated_turn(self, conversation: str) -> int | None:
+        assert self.turn_pattern is not None
+        steps = re.findall(self.turn_pattern, conversation)
+        if not steps:
+            return None
+        last = steps[-1]
+        return int(last[0] if isinstance(last, tuple) else last) - 1
 
 
 class ChoiceBookError(ValueError):

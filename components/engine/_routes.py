@@ -166,9 +166,9 @@ class Routes:
         found = self.choices.candidates(text, turns_so_far) if self.choices is not None else None
         if found is None:
             return None
-        task_id, candidates = found
-        forced = [_scripted_reply(tokenizer, messages, tools, turn).forced_ids for turn in candidates]
-        return ChoiceReply(forced, label=f"{task_id} turn {turns_so_far}")
+        task_id, turn, candidates = found
+        forced = [_scripted_reply(tokenizer, messages, tools, candidate).forced_ids for candidate in candidates]
+        return ChoiceReply(forced, label=f"{task_id} turn {turn}")
 
     def _scripted_completion(self, prompt_ids: list[int]) -> ScriptedReply | ChoiceReply | None:
         """The script's turn for a chat prompt sent as token ids, as the chat endpoint would play it.

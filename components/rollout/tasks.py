@@ -26,6 +26,7 @@ from components.core.storage import ArtifactStore, open_store
 from components.core.validation import describe_errors
 from components.environments.desktop_tasks import DESKTOP_FILE, DesktopTaskError, DesktopTaskSpec, load_desktop_spec
 from components.environments.web_tasks import WEB_FILE, WebSpec, WebTaskError, load_web_spec
+from components.environments.webapps.goal import URL_PLACEHOLDER
 
 TASK_FILE = "task.yaml"
 TASK_ID_RULE = "lower-case letters, digits and '-', starting with a letter or digit, at most 48 characters"
@@ -97,10 +98,15 @@ class Task(BaseModel):
         return None if value is None else check_candidate_turns(value)
 
     def choice_entry(self) -> TaskChoices | None:
-        """This task's entry in an iteration's choice book; found by its prompt in the conversation."""
+        """This task's entry in an iteration's choice book; found by its prompt in the conversation.
+
+        A web task's prompt reaches the harness with ``{web_url}`` replaced by a URL whose port
+        differs on every rollout: its longest literal part is what the conversation holds.
+        """
         if self.choices is None:
             return None
-        return TaskChoices(task_id=self.id, match=self.prompt, turns=self.choices)
+        match = max(self.prompt.split(URL_PLACEHOLDER), key=len).strip()
+        return TaskChoices(task_id=self.id, match=match, turns=self.choices)
 
     @property
     def workspace_dir(self) -> Path | None:

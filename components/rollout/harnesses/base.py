@@ -73,6 +73,10 @@ class HarnessAdapter(ABC):
     needs_browser: ClassVar[bool] = False
     # True: the runner starts an X display for every rollout of this harness, desktop task or not.
     needs_desktop: ClassVar[bool] = False
+    # Choice mode (components/core/choices.py): a harness that sends every step as a fresh
+    # conversation, without assistant turns, names the regex that reads its step (1-based)
+    # off the prompt; None: the turn is the number of assistant messages.
+    choice_turn_pattern: ClassVar[str | None] = None
 
     @abstractmethod
     def command(self, run: HarnessRun) -> HarnessCommand:

@@ -23,6 +23,8 @@ class BrowserUse(DriverHarness):
     needs_browser = True
     driver = Path(__file__).with_name("_browser_use_driver.py")
     answer_key = "final_result"  # the done action's text
+    # Each call holds the task, the history as text and `<step_info>Step3 maximum:5`.
+    choice_turn_pattern = r"<step_info>\s*Step\s*(\d+)"
 
     def command(self, run: HarnessRun) -> HarnessCommand:
         if run.browser_cdp_url is None:
