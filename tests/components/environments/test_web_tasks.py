@@ -83,3 +83,49 @@ def test_state_endpoint_needs_the_token_and_the_prompt_gets_the_url(tmp_path: Pa
         run_verifier(task_dir, tmp_path, env)
     with pytest.raises(ValueError, match="exited with code 2"):
         run_verifier(task_dir, tmp_path, {})
+
+
+def _actions(candidate) -> list[dict]:
+    return json.loads(candidate.content)["action"]
+
+
+def test_candidate_turns_are_right_or_make_one_slip() -> None:
+    """The first candidate of a choice does what the goal asks, the second differs in one slip."""
+    tasks = {task.id: task for task in load_task_set(WEB_TASKS)}
+    assert {t for t, task in tasks.items() if task.choices} == {
+        "web-form-submit-1", "web-form-submit-2", "web-flights-book-1", "web-flights-cheapest-code-2"
+    }
+    for task in tasks.values():
+        if not task.choices:
+            continue
+        goal = json.loads((task.task_dir / "goal.json").read_text())
+        assert list(_actions(task.choices[-1][0])[0]) == ["done"]  # browser-use's end, alone in its step
+        chosen = [turn for turn in task.choices if len(turn) > 1]
+        assert len(chosen) == 1 and len(chosen[0]) == 2, task.id
+        right, wrong = (json.dumps(_actions(c)) for c in chosen[0])
+        if "answer_contains" in goal:
+            assert goal["answer_contains"] in right and any(code in wrong for code in goal["answer_excludes"])
+        elif "submissions" in goal["state"]:
+            radios = {"S": 17, "M": 18, "L": 19, "XL": 20}  # the form's radios, in the order of its page
+            size = goal["state"]["submissions"][0]["size"]
+            assert f'"index": {radios[size]}}}' in right and f'"index": {radios[size]}}}' not in wrong
+        else:  # the booking: the right link is the cheapest flight's row, the last one for this world
+            assert '"index": 242' in right and '"index": 242' not in wrong
+
+
+def test_the_choice_book_finds_a_web_task_in_browser_use_requests_whatever_the_port() -> None:
+    """The prompt reaches browser-use with {web_url} filled in, a new port per rollout, and
+    browser-use states the step instead of sending assistant turns."""
+    from components.core.choices import ChoiceBook
+    from components.rollout.harnesses import get_harness
+
+    tasks = [task for task in load_task_set(WEB_TASKS) if task.choices]
+    book = ChoiceBook(tasks=[t.choice_entry() for t in tasks], turn_pattern=get_harness("browser-use").choice_turn_pattern)
+    for task in tasks:
+        for port, step in ((41234, 1), (5173, len(task.choices))):
+            prompt = task.prompt.replace("{web_url}", f"http://127.0.0.1:{port}")
+            request = (
+                f"<|im_start|>user\n<user_request>\n{prompt}\n</user_request>\n<agent_history>\nAgent initialized\n"
+                f"</agent_history>\n<step_info>Step{step} maximum:4\nToday:2026-12-02</step_info><|im_end|>"
+            )
+            assert book.candidates(request, 0) == (task.id, step - 1, task.choices[step - 1]), (task.id, port)
