@@ -38,7 +38,7 @@ class RolloutAnalytics(BaseModel):
     harness: str = Field(description="outcome.extra.harness; 'unknown' for outcomes without it.")
     problem: str | None = Field(None, description="Why the records cannot be read; then every analytic is None.")
     status: str | None = None
-    passed: bool | None = None
+    passed: bool | None = Field(None, description="The verifier passed it (False for every status but ok).")
     turns: int = Field(0, description="Model calls of the judged attempt.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
