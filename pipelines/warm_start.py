@@ -21,6 +21,7 @@ WARM_MODULES = (
     "typer._click",  # typer builds its click commands lazily, on the first call
     "typer._adapters",
     "components.core.config",
+    "components.costs.record",  # every step's cost record (pipelines/steps/_costs.py)
     # The steps' component modules: their commands load them only when they run.
     "pipelines.prepare",
     "pipelines.commit",

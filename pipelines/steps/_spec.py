@@ -76,7 +76,8 @@ class StepSpec:
     """One step of the iteration's DAG.
 
     ``reads`` and ``writes`` name the ``RunLayout`` keys (by method name) the step reads or
-    writes in the store itself; the contract tests hold the step to them.
+    writes in the store itself (an iteration step's own cost record among them: ``costs``);
+    the contract tests hold the step to them.
     """
 
     name: str
@@ -91,6 +92,10 @@ class StepSpec:
     artifacts_out: tuple[Artifact, ...] = ()
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    # Its cost record (pipelines/steps/_costs.py): the flag telling a fanned-out step's runs
+    # apart, and for a step without a store the flag of the folder its record goes to.
+    cost_part: str | None = None
+    cost_dir: str | None = None
 
     def command(self) -> list[str]:
         """The container's command: every flag the workflow passes, in declaration order."""

@@ -1,7 +1,8 @@
 """``openforge step <name>``: one command per step, generated from its spec.
 
 The command's flags are the spec's flags, so what the manifest passes and what the
-command accepts cannot drift apart; the command calls the step's body with them.
+command accepts cannot drift apart; the command calls the step's body with them, metered
+(pipelines/steps/_costs.py: each run leaves its cost record).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typer
 
 from components.core.command_group import command_group
 from pipelines.steps import STEPS
+from pipelines.steps._costs import run_step
 from pipelines.steps._spec import REQUIRED, Flag, StepSpec
 
 
@@ -26,7 +28,7 @@ def step_command(spec: StepSpec) -> Any:
     """A typer command whose parameters are the spec's flags; it runs the step's body."""
 
     def command(**flags: Any) -> None:
-        spec.run(**flags)
+        run_step(spec, flags)
 
     parameters = [_option(flag) for flag in spec.flags]
     command.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]

@@ -25,7 +25,8 @@ NEXT = "next"
 OUT_DIR = "/tmp/prepare"
 
 
-def run(iteration: str, out_dir: Path) -> None:
+def run(iteration: str, out_dir: Path) -> int:
+    """Prepare the iteration; returns the number ``--iteration`` (maybe ``next``) resolved to, for its cost record."""
     from components.core.config import ConfigError
     from components.rollout.prepare import NoChoicesError
     from components.rollout.tasks import TaskError
@@ -39,6 +40,7 @@ def run(iteration: str, out_dir: Path) -> None:
         stop(str(exc), UNUSABLE)
     write_outputs(prepared, out_dir)
     typer.echo(prepared.reason)
+    return prepared.iteration
 
 
 def write_outputs(prepared: Prepared, out_dir: Path) -> None:
@@ -71,5 +73,5 @@ SPEC = StepSpec(
     ),
     output_dir=OUT_DIR,
     reads=("state", "plan", "outcome"),
-    writes=("plan", "task", "choices"),
+    writes=("plan", "task", "choices", "costs"),
 )

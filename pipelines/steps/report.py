@@ -26,5 +26,5 @@ SPEC = StepSpec(
     run=run,
     flags=(iteration_flag("The evaluation's iteration (what prepare resolved)."),),
     reads=("rewards", "evaluated_checkpoint"),
-    writes=("eval_summary",),
+    writes=("eval_summary", "costs"),
 )

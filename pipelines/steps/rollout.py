@@ -3,8 +3,8 @@
 Calls ``components.rollout.runner.run_rollout``: workspace, harness, verifier, and an
 ``outcome.json`` whatever happened to the agent (only infrastructure trouble fails the
 pod). The pod holds no storage, model or Kubernetes credentials: the task folder comes
-in and the outcome, trajectory and images go out as artifacts that the executor (Argo's
-init and wait containers, or the local executor) moves.
+in and the outcome, trajectory, images and the pod's cost record go out as artifacts
+that the executor (Argo's init and wait containers, or the local executor) moves.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 import typer
 
 from components.core.rollout_identity import IMAGES_DIR, OUTCOME_FILE, ROLLOUT_ID_FORM, parse_rollout_id, trajectory_file
+from components.costs.keys import cost_record_key
+from pipelines.steps._costs import COST_FILE
 from pipelines.steps._spec import ITERATION, Artifact, Flag, StepSpec, input_value, iteration_flag
 
 ROLLOUT_ID = input_value("rollout-id")
@@ -109,5 +111,9 @@ SPEC = StepSpec(
         # The screenshots and other images the records refer to (stored once by hash by the
         # proxy); a folder uploaded file by file, absent for image-free calls.
         Artifact("images", f"{TRAJECTORY_DIR}/{IMAGES_DIR}", lambda layout: layout.images(ITERATION), optional=True),
+        # What the pod cost (pipelines/steps/_costs.py); a pod killed before it wrote one leaves none.
+        Artifact("cost", f"{OUT_DIR}/{COST_FILE}", lambda layout: cost_record_key(layout, ITERATION, "rollout", ROLLOUT_ID), optional=True),
     ),
+    cost_part="rollout_id",
+    cost_dir="out",
 )

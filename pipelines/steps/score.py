@@ -27,5 +27,5 @@ SPEC = StepSpec(
     run=run,
     flags=(iteration_flag("The iteration to score."),),
     reads=("plan", "outcome", "trajectory", "metrics"),
-    writes=("rewards", "metrics"),
+    writes=("rewards", "metrics", "costs"),
 )

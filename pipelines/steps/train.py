@@ -29,5 +29,5 @@ SPEC = StepSpec(
     run=run,
     flags=(iteration_flag("The iteration whose rollouts to train on (serves checkpoint K)."),),
     reads=("rewards", "trajectory", "checkpoint", "checkpoint_marker", "metrics"),
-    writes=("batch", "checkpoint", "checkpoint_marker", "metrics"),
+    writes=("batch", "checkpoint", "checkpoint_marker", "metrics", "costs"),
 )
