@@ -29,7 +29,9 @@ class ReportError(RuntimeError):
 
 def eval_run_name(config: ExperimentConfig) -> str:
     """The evaluation's MLflow run (and its tag value): one per evaluation id."""
-    return f"{config.name}-eval-{config.evaluation.id}"
+    from components.core.tracking import eval_run_name as run_name
+
+    return run_name(config.name, config.evaluation.id)
 
 
 def _read(store: ArtifactStore, key: str, step: str) -> dict:

@@ -33,7 +33,13 @@ def mlflow_metric_name(name: str) -> str:
     return _INVALID.sub("_", name.replace("@", "_at_").replace("^", "_all_"))
 
 
-def _sqlite_path(uri: str) -> Path | None:
+def eval_run_name(name: str, eval_id: str) -> str:
+    """An evaluation's MLflow run (and its tag value): one per evaluation id."""
+    return f"{name}-eval-{eval_id}"
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI; None for any other kind."""
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
@@ -41,7 +47,7 @@ def ui_command(tracking_uri: str) -> str:
     """How to see the metrics: the MLflow UI command for a local store (runs from any directory)."""
     if tracking_uri.startswith(("http://", "https://")):
         return f"open {tracking_uri}"  # a tracking server is its own UI
-    db = _sqlite_path(tracking_uri)
+    db = sqlite_path(tracking_uri)
     uri = f"sqlite:///{db.resolve()}" if db is not None else tracking_uri
     return f"mlflow ui --backend-store-uri {uri}"
 
@@ -55,7 +61,7 @@ class ExperimentTracker:
         os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
         from mlflow import MlflowClient
 
-        db = _sqlite_path(tracking.uri)
+        db = sqlite_path(tracking.uri)
         if db is not None:
             db.parent.mkdir(parents=True, exist_ok=True)
         self.uri = tracking.uri

@@ -33,6 +33,7 @@ class IterationView:
     iteration: int
     rollouts: list[RolloutLine]
     metrics: dict[str, float]
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task id -> its TaskStats from rewards.json
 
     def by_task(self) -> dict[str, list[RolloutLine]]:
         groups: dict[str, list[RolloutLine]] = {}
@@ -67,19 +68,39 @@ def run_names(store: ArtifactStore) -> list[str]:
     return sorted({key.split("/")[0] for key in store.list("") if key.count("/") == 1 and key.endswith("/state.json")})
 
 
-def iterations(store: ArtifactStore, name: str) -> list[int]:
-    """The run's iterations that have a plan (``<name>/iterations/K/plan.json``)."""
+def iterations(store: ArtifactStore, layout: RunLayout) -> list[int]:
+    """The run's (or evaluation's) iterations that have a plan (``.../iterations/K/plan.json``)."""
+    prefix = layout.plan(0).removesuffix("0/plan.json")  # <scope>/iterations/
     found = set()
-    for key in store.list(f"{name}/iterations/"):
-        parts = key.split("/")
-        if len(parts) == 4 and parts[3] == "plan.json" and parts[2].isdigit():
-            found.add(int(parts[2]))
+    for key in store.list(prefix):
+        parts = key[len(prefix) :].split("/")
+        if len(parts) == 2 and parts[1] == "plan.json" and parts[0].isdigit():
+            found.add(int(parts[0]))
     return sorted(found)
 
 
-def iteration_view(store: ArtifactStore, name: str, iteration: int) -> IterationView:
-    """Plan, rewards and metrics of iteration ``iteration``."""
-    layout = RunLayout(name)
+def evaluations(store: ArtifactStore, name: str) -> list[str]:
+    """The run's evaluations that have a plan (``<name>/evals/<id>/iterations/K/plan.json``)."""
+    found = set()
+    for key in store.list(f"{name}/evals/"):
+        parts = key.split("/")
+        if len(parts) == 6 and parts[3] == "iterations" and parts[5] == "plan.json":
+            found.add(parts[2])
+    return sorted(found)
+
+
+def iteration_metrics(store: ArtifactStore, layout: RunLayout, iteration: int) -> dict[str, float]:
+    return read_metrics(store, layout.metrics(iteration))
+
+
+def eval_summary(store: ArtifactStore, layout: RunLayout) -> dict[str, Any] | None:
+    """What the evaluation's report step wrote (``summary.json``); None before it ran."""
+    key = layout.eval_summary()
+    return json.loads(store.get_bytes(key)) if store.exists(key) else None
+
+
+def iteration_view(store: ArtifactStore, layout: RunLayout, iteration: int) -> IterationView:
+    """Plan, rewards and metrics of iteration ``iteration``: three files, whatever the rollout count."""
     plan = json.loads(store.get_bytes(layout.plan(iteration)))
     rewards = json.loads(store.get_bytes(layout.rewards(iteration))) if store.exists(layout.rewards(iteration)) else {}
     scored = {r["rollout_id"]: r for r in rewards.get("records", [])}
@@ -96,26 +117,27 @@ def iteration_view(store: ArtifactStore, name: str, iteration: int) -> Iteration
                 usable=bool(record.get("usable", False)),
             )
         )
-    return IterationView(iteration, lines, read_metrics(store, layout.metrics(iteration)))
+    tasks = {t["task_id"]: t for t in rewards.get("tasks", [])}
+    return IterationView(iteration, lines, read_metrics(store, layout.metrics(iteration)), tasks)
 
 
-def rollout_calls(store: ArtifactStore, name: str, iteration: int, rollout_id: str) -> list[RecordedCall]:
-    key = RunLayout(name).trajectory(iteration, rollout_id)
+def rollout_calls(store: ArtifactStore, layout: RunLayout, iteration: int, rollout_id: str) -> list[RecordedCall]:
+    key = layout.trajectory(iteration, rollout_id)
     if not store.exists(key):
         return []
     return [RecordedCall.model_validate_json(line) for line in store.get_bytes(key).splitlines() if line.strip()]
 
 
-def rollout_outcome(store: ArtifactStore, name: str, iteration: int, rollout_id: str) -> dict[str, Any] | None:
-    key = RunLayout(name).outcome(iteration, rollout_id)
+def rollout_outcome(store: ArtifactStore, layout: RunLayout, iteration: int, rollout_id: str) -> dict[str, Any] | None:
+    key = layout.outcome(iteration, rollout_id)
     return json.loads(store.get_bytes(key)) if store.exists(key) else None
 
 
-def image_bytes(store: ArtifactStore, name: str, iteration: int, file_name: str) -> bytes:
+def image_bytes(store: ArtifactStore, layout: RunLayout, iteration: int, file_name: str) -> bytes:
     """A stored screenshot of the iteration (``images/<sha256>.<ext>``); StorageError when missing."""
     if "/" in file_name or file_name.startswith("."):
         raise StorageError(f"{file_name!r} is not an image file name")
-    return store.get_bytes(f"{RunLayout(name).images(iteration)}/{file_name}")
+    return store.get_bytes(f"{layout.images(iteration)}/{file_name}")
 
 
 @dataclass
@@ -126,9 +148,8 @@ class IterationBatch:
     decode: Any  # token ids -> each token's text
 
 
-def load_batch(store: ArtifactStore, name: str, iteration: int, scratch: Path) -> IterationBatch:
+def load_batch(store: ArtifactStore, layout: RunLayout, iteration: int, scratch: Path) -> IterationBatch:
     """``batch.pt`` of the iteration, decoded with checkpoint ``iteration``'s tokenizer (the one it served)."""
-    layout = RunLayout(name)
     if not store.exists(layout.batch(iteration)):
         return IterationBatch(None, None)
     from verl import DataProto

@@ -2,7 +2,8 @@
 "The trajectory viewer").
 
 Pages: the store's runs; a run's iterations with their headline metrics; an iteration's
-tasks and groups (rewards, statuses, pass@k); one rollout's calls and its conversation as
+tasks and groups, a page of tasks at a time (rewards, statuses, pass@k); an evaluation's
+iterations the same way; one rollout's calls and its conversation as
 the engine saw it, screenshots from the image store; and its training view, the rows the
 trainer saw, each token coloured by who produced it (prompt, context, sampled and
 trained) with its recorded logprob and the row's advantage. Reading the store happens in
@@ -23,17 +24,23 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from components.core.storage import ArtifactStore, StorageError
-from components.viewer import _html, _reader
+from components.core.config import TrackingConfig
+from components.core.storage import ArtifactStore, RunLayout, StorageError
+from components.viewer import _html, _reader, links
+from components.viewer._iteration_html import IterationPage, iteration_body, page_number
+from components.viewer._mlflow import MlflowLinks, RunLink
+from components.viewer._rollout_html import rollout_body, training_body
 
 _T = TypeVar("_T")
 _BATCHES_KEPT = 2
+_K = "{k:\\d+}"
 
 
 class Viewer:
-    def __init__(self, store: ArtifactStore, mlflow_url: str | None = None) -> None:
+    def __init__(self, store: ArtifactStore, tracking: TrackingConfig | None = None) -> None:
+        """``tracking``: where the runs' MLflow runs live (None: unknown, said on the pages)."""
         self.store = store
-        self.mlflow_url = mlflow_url
+        self.mlflow = MlflowLinks(tracking)
         # Loading a batch imports veRL and a tokenizer (seconds): the latest iterations'
         # stay loaded, so browsing one iteration's rollouts pays that once.
         self._batches: OrderedDict[tuple[str, int], _reader.IterationBatch] = OrderedDict()
@@ -42,11 +49,12 @@ class Viewer:
     def app(self) -> web.Application:
         app = web.Application(middlewares=[_errors])
         app.router.add_get("/", self.runs)
-        app.router.add_get("/runs/{name}", self.run)
-        app.router.add_get("/runs/{name}/iterations/{k:\\d+}", self.iteration)
-        app.router.add_get("/runs/{name}/iterations/{k:\\d+}/rollouts/{rollout}", self.rollout)
-        app.router.add_get("/runs/{name}/iterations/{k:\\d+}/rollouts/{rollout}/training", self.training)
-        app.router.add_get("/runs/{name}/iterations/{k:\\d+}/images/{file}", self.image)
+        app.router.add_get(links.run_path("{name}"), self.run)
+        for scope in (None, "{eval}"):  # a training run's iterations, an evaluation's
+            app.router.add_get(links.iteration_path("{name}", _K, scope), self.iteration)
+            app.router.add_get(links.rollout_path("{name}", _K, "{rollout}", scope), self.rollout)
+            app.router.add_get(links.image_path("{name}", _K, "{file}", scope), self.image)
+        app.router.add_get(links.training_path("{name}", _K, "{rollout}"), self.training)
         return app
 
     async def runs(self, request: web.Request) -> web.Response:
@@ -55,36 +63,45 @@ class Viewer:
 
     async def run(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        summaries = await _off_loop(self._summaries, name)
-        return _page(f"Run {name}", [("runs", "/")], _html.run_body(name, summaries, self.mlflow_url))
+        summaries, evaluations, mlflow = await _off_loop(self._run, name)
+        return _page(f"Run {name}", [("runs", "/")], _html.run_body(name, summaries, evaluations, mlflow))
 
-    def _summaries(self, name: str) -> list[tuple[int, dict[str, float]]]:
-        return [(k, _reader.iteration_view(self.store, name, k).metrics) for k in _reader.iterations(self.store, name)]
+    def _run(self, name: str) -> tuple[list, list, RunLink]:
+        layout = RunLayout(name)
+        summaries = [(k, _reader.iteration_metrics(self.store, layout, k)) for k in _reader.iterations(self.store, layout)]
+        evaluations = []
+        for eval_id in _reader.evaluations(self.store, name):
+            scope = RunLayout(name, eval_id)
+            evaluations.append((eval_id, _reader.iterations(self.store, scope), _reader.eval_summary(self.store, scope)))
+        return summaries, evaluations, self.mlflow.run_link(name)
 
     async def iteration(self, request: web.Request) -> web.Response:
-        name, k = request.match_info["name"], int(request.match_info["k"])
-        view = await _off_loop(_reader.iteration_view, self.store, name, k)
-        return _page(f"{name}, iteration {k}", _crumbs(name), _html.iteration_body(name, view))
+        layout, k = _layout(request), int(request.match_info["k"])
+        number = page_number(request.query.get("page"))
+        view = await _off_loop(_reader.iteration_view, self.store, layout, k)
+        mlflow = await _off_loop(self.mlflow.run_link, layout.name, layout.evaluation)
+        body = iteration_body(IterationPage(layout.name, layout.evaluation, view, number, mlflow))
+        return _page(_title(layout, k), _crumbs(layout.name), body)
 
     async def rollout(self, request: web.Request) -> web.Response:
-        name, k, rollout = request.match_info["name"], int(request.match_info["k"]), request.match_info["rollout"]
-        calls = await _off_loop(_reader.rollout_calls, self.store, name, k, rollout)
-        outcome = await _off_loop(_reader.rollout_outcome, self.store, name, k, rollout)
-        body = _html.rollout_body(name, k, rollout, calls, outcome)
-        return _page(rollout, [*_crumbs(name), (f"iteration {k}", f"/runs/{name}/iterations/{k}")], body)
+        layout, k, rollout = _layout(request), int(request.match_info["k"]), request.match_info["rollout"]
+        calls = await _off_loop(_reader.rollout_calls, self.store, layout, k, rollout)
+        outcome = await _off_loop(_reader.rollout_outcome, self.store, layout, k, rollout)
+        body = rollout_body(layout.name, k, rollout, calls, outcome, layout.evaluation)
+        return _page(rollout, [*_crumbs(layout.name), (_title(layout, k), links.iteration_path(layout.name, k, layout.evaluation))], body)
 
     async def training(self, request: web.Request) -> web.Response:
         name, k, rollout = request.match_info["name"], int(request.match_info["k"]), request.match_info["rollout"]
         view = await _off_loop(self._training, name, k, rollout)
-        crumbs = [*_crumbs(name), (f"iteration {k}", f"/runs/{name}/iterations/{k}"), (rollout, f"/runs/{name}/iterations/{k}/rollouts/{rollout}")]
-        return _page(f"{rollout}: what the trainer saw", crumbs, _html.training_body(view))
+        crumbs = [*_crumbs(name), (f"iteration {k}", links.iteration_path(name, k)), (rollout, links.rollout_path(name, k, rollout))]
+        return _page(f"{rollout}: what the trainer saw", crumbs, training_body(view))
 
     def _training(self, name: str, k: int, rollout: str) -> _reader.TrainingView:
         with self._batch_lock:
             loaded = self._batches.get((name, k))
             if loaded is None:
                 with tempfile.TemporaryDirectory(prefix="openforge-view-") as scratch:
-                    loaded = _reader.load_batch(self.store, name, k, Path(scratch))
+                    loaded = _reader.load_batch(self.store, RunLayout(name), k, Path(scratch))
                 if loaded.batch is None:  # not trained yet: look again next time
                     return _reader.training_view(loaded, rollout)
                 self._batches[(name, k)] = loaded
@@ -94,14 +111,22 @@ class Viewer:
         return _reader.training_view(loaded, rollout)
 
     async def image(self, request: web.Request) -> web.Response:
-        name, k, file = request.match_info["name"], int(request.match_info["k"]), request.match_info["file"]
-        data = await _off_loop(_reader.image_bytes, self.store, name, k, file)
+        layout, k, file = _layout(request), int(request.match_info["k"]), request.match_info["file"]
+        data = await _off_loop(_reader.image_bytes, self.store, layout, k, file)
         kind = mimetypes.guess_type(file)[0] or "application/octet-stream"
         return web.Response(body=data, content_type=kind, headers={"Cache-Control": "max-age=86400, immutable"})
 
 
+def _layout(request: web.Request) -> RunLayout:
+    return RunLayout(request.match_info["name"], request.match_info.get("eval"))
+
+
+def _title(layout: RunLayout, k: int) -> str:
+    return f"{layout.name}, evaluation {layout.evaluation}, iteration {k}" if layout.evaluation else f"{layout.name}, iteration {k}"
+
+
 def _crumbs(name: str) -> list[tuple[str, str]]:
-    return [("runs", "/"), (name, f"/runs/{name}")]
+    return [("runs", "/"), (name, links.run_path(name))]
 
 
 def _page(title: str, crumbs: list[tuple[str, str]], body: str) -> web.Response:

@@ -12,19 +12,17 @@ from typing import Any, Iterator
 
 import httpx
 import pytest
+from tests.components.viewer._batch import trained_tokens_by_rollout
+from tests.components.viewer._serve import serve_and_get, start_viewer
 
-from components.core.services import Service, free_port, openforge_argv, start_service
+from components.core.services import Service
 from components.core.storage import RunLayout, open_store
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
 def viewer(quickstart_store: tuple[str, Path]) -> Iterator[Service]:
     uri, work = quickstart_store
-    port = free_port()
-    argv = openforge_argv("view", uri, "--port", str(port))
-    with start_service("viewer", argv, port=port, log_dir=work / "logs", health_path="/", env={"PYTHONPATH": str(REPO)}) as service:
+    with start_viewer(uri, work / "logs") as service:
         yield service
 
 
@@ -32,15 +30,6 @@ def _get(viewer: Service, path: str, status: int = 200) -> str:
     response = httpx.get(f"{viewer.url}{path}", timeout=120)
     assert response.status_code == status, (path, response.text[-500:])
     return response.text
-
-
-def _batch_trained_tokens(uri: str, rollout_id: str, scratch: Path) -> int:
-    from verl import DataProto
-
-    (scratch / "batch.pt").write_bytes(open_store(uri).get_bytes(RunLayout("quickstart").batch(0)))
-    batch = DataProto.load_from_disk(scratch / "batch.pt")
-    rows = [i for i, rid in enumerate(batch.non_tensor_batch["rollout_id"]) if rid == rollout_id]
-    return int(sum(batch.batch["response_mask"][i].sum() for i in rows))
 
 
 def test_the_pages_walk_from_the_run_to_a_rollout_and_what_the_trainer_saw(
@@ -58,7 +47,8 @@ def test_the_pages_walk_from_the_run_to_a_rollout_and_what_the_trainer_saw(
     for rollout in plan["rollouts"]:
         assert f"/rollouts/{rollout['rollout_id']}\"" in iteration
 
-    in_batch = [rid for rid, r in rewards.items() if r["usable"] and _batch_trained_tokens(uri, rid, tmp_path)]
+    trained = trained_tokens_by_rollout(store, layout, 0, tmp_path)
+    in_batch = [rid for rid, r in rewards.items() if r["usable"] and trained[rid]]
     assert in_batch, "the quickstart's first iteration trains on some rollout"
     rollout_id = in_batch[0]
     page = _get(viewer, f"/runs/quickstart/iterations/0/rollouts/{rollout_id}")
@@ -68,7 +58,7 @@ def test_the_pages_walk_from_the_run_to_a_rollout_and_what_the_trainer_saw(
 
     training = _get(viewer, f"/runs/quickstart/iterations/0/rollouts/{rollout_id}/training")
     shown = int(re.search(r"trained tokens: <b id='trained'>(\d+)</b>", training).group(1))
-    assert shown == _batch_trained_tokens(uri, rollout_id, tmp_path) > 0
+    assert shown == trained[rollout_id] > 0
 
 
 def test_what_the_store_does_not_hold_is_a_404_and_the_viewer_keeps_answering(viewer: Service) -> None:
@@ -96,9 +86,9 @@ def test_a_screenshot_in_a_call_is_shown_from_the_image_store(tmp_path: Path) ->
     call = _call_with_image(ref)
     store.put_bytes(layout.trajectory(0, "w-s0"), (json.dumps(call) + "\n").encode())
 
-    page, image = _serve_and_get(Viewer(store).app(), ["/runs/web/iterations/0/rollouts/w-s0", f"/runs/web/iterations/0/images/{digest}.png"])
-    assert f"src='/runs/web/iterations/0/images/{digest}.png'" in page.decode()
-    assert image == shot
+    page, image = serve_and_get(Viewer(store).app(), ["/runs/web/iterations/0/rollouts/w-s0", f"/runs/web/iterations/0/images/{digest}.png"])
+    assert f"src='/runs/web/iterations/0/images/{digest}.png'" in page.text
+    assert image.content == shot
 
 
 def _call_with_image(ref: dict[str, Any]) -> dict[str, Any]:
@@ -111,25 +101,6 @@ def _call_with_image(ref: dict[str, Any]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _serve_and_get(app: Any, paths: list[str]) -> list[bytes]:
-    import asyncio
-
-    from aiohttp import web
-
-    async def main() -> list[bytes]:
-        runner = web.AppRunner(app)
-        await runner.setup()
-        port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
-        try:
-            async with httpx.AsyncClient() as client:
-                return [(await client.get(f"http://127.0.0.1:{port}{path}")).content for path in paths]
-        finally:
-            await runner.cleanup()
-
-    return asyncio.run(main())
-
-
 def _visible(text: str) -> str:
     """Text as a page shows it: HTML entities for the characters escape() changes, spaces folded."""
     from html import escape
@@ -138,7 +109,7 @@ def _visible(text: str) -> str:
 
 
 def test_a_run_of_vision_tokens_shows_once_with_its_count_but_trained_tokens_each_alone() -> None:
-    from components.viewer._html import _token_spans
+    from components.viewer._rollout_html import _token_spans
 
     pads = ["<|image_pad|>"] * 96
     spans = _token_spans(["Look", *pads, "!"], ["prompt"] * 98, [None] * 98)
