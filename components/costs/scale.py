@@ -123,7 +123,7 @@ def _train(measured: IterationCosts, train: StepCosts | None, per_rollout: float
     tokens = trained * per_rollout
     speedup = train.gpus / scale.gpus if train.gpus else 1.0
     wall = train.wall_s * per_rollout * speedup
-    why = f"g/G = {train.gpus}/{scale.gpus}" if train.gpus else "1 (measured on CPU: no GPU speed-up assumed)"
+    why = f"g/G ({train.gpus}/{scale.gpus})" if train.gpus else "1 (measured on CPU: no GPU speed-up assumed)"
     formulas.append(f"tokens' = trained tokens x f = {_f(trained)} x {_f(per_rollout)} = {_f(tokens)}")
     formulas.append(f"train' = train x f x {why} = {_f(train.wall_s)} x {_f(per_rollout)} x {_f(speedup)} = {_f(wall)} s")
     return wall, tokens

@@ -38,7 +38,7 @@ def test_the_paper_scale_by_hand(measured) -> None:
     shown = "\n".join(at.formulas)
     assert "R' = tasks x samples = 100 x 8 = 800 rollouts; measured R = 4, f = R'/R = 200" in shown
     assert "waves' = ceil(R'/C') = ceil(800/16) = 50" in shown
-    assert f"= {serve:.4g} s" in shown and "g/G = 2/8" in shown
+    assert f"= {serve:.4g} s" in shown and f"train' = train x f x g/G (2/8) = 40 x 200 x 0.25 = {train:.4g} s" in shown
 
 
 def test_a_cpu_measurement_assumes_no_gpu_speedup_and_says_so(tmp_path) -> None:
