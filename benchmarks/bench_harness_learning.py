@@ -1,12 +1,13 @@
 """Show the pipeline learning inside real harnesses: pass rate by iteration, real vs shuffled rewards.
 
     .venv/bin/python benchmarks/bench_harness_learning.py            # the `bench-harness-learning` make target
-    .venv/bin/python benchmarks/bench_harness_learning.py --harness cua-agent   # `bench-gui-learning`
+    .venv/bin/python benchmarks/bench_harness_learning.py --harness cua-agent --harness browser-use   # `bench-gui-learning`
     .venv/bin/python benchmarks/bench_harness_learning.py --harness codex --iterations 2 --samples-per-task 2 --no-doc
 
 For each harness, runs its example config (examples/<harness>.yaml, choice mode over
 examples/tasks/shell; for cua-agent examples/desktop.yaml, choice mode over
-examples/tasks/desktop with the tiny vision-language model reading each screenshot)
+examples/tasks/desktop with the tiny vision-language model reading each screenshot; for
+browser-use examples/web.yaml, choice mode over the seeded web apps of examples/tasks/web)
 for a fixed number of iterations through ``run_experiment``, twice
 from the same seed with seeded sampling: the real run, and a control whose train step
 learns from rewards permuted within each group (``algorithm.shuffle_rewards``). Each run
@@ -37,9 +38,10 @@ from benchmarks.pipeline_runs import bench_config, config_summary, run_fresh
 from components.core.config import ExperimentConfig
 from components.core.storage import open_store
 
-HARNESSES = ("claude-code", "codex")  # the default run; cua-agent is the GUI one (`bench-gui-learning`)
+HARNESSES = ("claude-code", "codex")  # the default run; the GUI ones are `bench-gui-learning`'s
+GUI_HARNESSES = ("cua-agent", "browser-use")
 # Each harness's example config (examples/<name>.yaml).
-EXAMPLES = {"claude-code": "claude-code", "codex": "codex", "cua-agent": "desktop"}
+EXAMPLES = {"claude-code": "claude-code", "codex": "codex", "cua-agent": "desktop", "browser-use": "web"}
 ITERATIONS = 6
 # 4 tasks x 4 samples = 16 graded rollouts per iteration: a pass rate's standard error of
 # at most 0.125, so a window of two iterations (32 rollouts) can show a 0.15 rise.
@@ -98,7 +100,7 @@ def run(harnesses: list[str], iterations: int, samples: int, workdir: Path, doc:
         print("\n".join(line.replace("**", "") for line in runs.verdict().lines()))
     if doc:
         command = ".venv/bin/python benchmarks/bench_harness_learning.py"
-        target = "bench-gui-learning" if list(harnesses) == ["cua-agent"] else "bench-harness-learning"
+        target = "bench-gui-learning" if set(harnesses) <= set(GUI_HARNESSES) else "bench-harness-learning"
         if list(harnesses) != list(HARNESSES):
             command += "".join(f" --harness {h}" for h in harnesses)
         if iterations != ITERATIONS:
