@@ -5,6 +5,9 @@ Where each record lives is ``components/costs/keys.py``.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.core.config import ExperimentConfig
@@ -39,15 +42,28 @@ class CostRecord(BaseModel):
         return self.gpus * self.wall_s
 
 
-def held_gpus(config: ExperimentConfig, step: str) -> int:
-    """GPUs ``step`` uses as configured: vLLM's tensor-parallel size, veRL's world size; 0 on CPU.
+def held_gpus(config: ExperimentConfig, step: str, visible: int | None = None) -> int:
+    """GPUs ``step`` holds: what the engine and trainer are told to use (vLLM's tensor-parallel
+    size, veRL's world size), capped by the GPUs this process can see (``visible``; read from
+    the machine when None), so vLLM's CPU build, or a CUDA trainer config run where no GPU
+    is, holds none.
 
-    What the engine and trainer are told to use, not the pod's request
-    (``cluster.resources``), which the local executor ignores.
+    Not the pod's request (``cluster.resources``), which the local executor ignores.
     """
     if step == SERVE:
-        return config.engine.vllm.tensor_parallel_size if config.engine.kind == "vllm" else 0
-    if step == TRAIN:
+        configured = config.engine.vllm.tensor_parallel_size if config.engine.kind == "vllm" else 0
+    elif step == TRAIN:
         trainer = config.trainer
-        return trainer.world_size if trainer.backend == "verl" and trainer.device == "cuda" else 0
-    return 0
+        configured = trainer.world_size if trainer.backend == "verl" and trainer.device == "cuda" else 0
+    else:
+        return 0
+    return min(configured, visible_gpus() if visible is None else visible)
+
+
+def visible_gpus() -> int:
+    """NVIDIA GPUs this process may use: ``CUDA_VISIBLE_DEVICES`` where set, else the device
+    nodes present (a container sees only the GPUs allocated to its pod)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return len([d for d in listed.split(",") if d.strip() and d.strip() != "-1"])
+    return len([p for p in Path("/dev").glob("nvidia*") if p.name.removeprefix("nvidia").isdigit()])

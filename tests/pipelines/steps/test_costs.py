@@ -47,7 +47,9 @@ def _stored(tmp_path: Path, key: str) -> CostRecord:
     return CostRecord.model_validate_json(LocalStore(tmp_path / "store").get_bytes(key))
 
 
-def test_a_step_run_records_its_wall_cpu_children_and_gpus(config, tmp_path) -> None:
+def test_a_step_run_records_its_wall_cpu_children_and_gpus(config, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # the two GPUs vLLM is told to span
+
     def body(iteration: int) -> None:
         _busy(0.3)
         subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"], check=True)
@@ -59,6 +61,14 @@ def test_a_step_run_records_its_wall_cpu_children_and_gpus(config, tmp_path) -> 
     assert record.cpu_self_s >= 0.3 and record.cpu_children_s >= 0.3
     assert record.wall_s >= 0.6 and record.ended_at - record.started_at == pytest.approx(record.wall_s, abs=0.05)
     assert record.gpus == 2 and record.gpu_s == pytest.approx(2 * record.wall_s)
+
+
+def test_an_engine_with_no_gpu_to_see_holds_none(config) -> None:
+    from components.costs.record import held_gpus
+
+    # vLLM's CPU build, or a GPU config run where there is none: the allocation is what is seen.
+    assert held_gpus(config, "serve", visible=0) == 0
+    assert held_gpus(config, "serve", visible=8) == 2
 
 
 def test_a_step_that_exits_is_recorded_with_its_code_and_still_exits(config, tmp_path) -> None:
