@@ -89,3 +89,9 @@ def test_the_commit_step_links_each_iteration_to_its_viewer_page_and_the_viewer_
     assert page.status_code == 200 and "quickstart, iteration 0" in page.text
     back = f'href="http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"'
     assert back in page.text and "mlflow ui --backend-store-uri" in page.text
+
+
+def test_a_tracking_store_not_made_yet_is_said_and_left_unmade(store: ArtifactStore, tmp_path: Path) -> None:
+    db = tmp_path / "mlflow.db"
+    (page,) = serve_and_get(_viewer(store, TrackingConfig(uri=f"sqlite:///{db}")), [links.run_path("big")])
+    assert f"{db} does not exist" in page.text and not db.exists()
