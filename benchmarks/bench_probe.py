@@ -117,6 +117,10 @@ def _log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
+_PROBE_ID = "bench"
+_SECONDS = "probe-seconds.txt"  # beside each example's store: the probe's wall time, for --reuse
+
+
 def probe_example(example: Example, workdir: Path) -> tuple[ProbeReport, float]:
     """The probe of one example's untrained policy in a fresh store; its report and wall time."""
     import shutil
@@ -129,13 +133,41 @@ def probe_example(example: Example, workdir: Path) -> tuple[ProbeReport, float]:
     config = bench_config(example.config, root, example.overrides)
     started = time.monotonic()
     # A fresh store has nothing committed: `latest` probes the configured model, iteration 0's policy.
-    report = probe_policy(probe_config(config, probe_id="bench"), workdir=root)
-    return report, time.monotonic() - started
+    report = probe_policy(probe_config(config, probe_id=_PROBE_ID), workdir=root)
+    seconds = time.monotonic() - started
+    (root / _SECONDS).write_text(f"{seconds:.1f}\n")
+    return report, seconds
 
 
-def _pass_rate(report: ProbeReport) -> float:
-    found = report.findings
-    return sum(g.passed for g in found.tasks) / found.rollouts if found.rollouts else 0.0
+def stored_probe(example: Example, workdir: Path) -> tuple[ProbeReport, float | None]:
+    """The report an earlier run of this benchmark stored for ``example`` (``--reuse``), and its
+    wall time when that run recorded it."""
+    from components.core.storage import RunLayout, open_store
+
+    root = workdir / example.name
+    config = bench_config(example.config, root, example.overrides)
+    key = RunLayout(config.name, _PROBE_ID).probe_report()
+    store = open_store(config.storage.uri)
+    if not store.exists(key):
+        raise FileNotFoundError(f"{store.root}/{key} is missing: run the benchmark without --reuse first")
+    seconds = root / _SECONDS
+    return ProbeReport.model_validate_json(store.get_bytes(key)), float(seconds.read_text()) if seconds.exists() else None
+
+
+def _stored_when(workdir: Path, names: list[str]) -> str:
+    """When the reused probes were made: their reports' modification times (the stores are local folders)."""
+    import datetime as dt
+
+    times = sorted(p.stat().st_mtime for name in names for p in (workdir / name).glob("runs/*/evals/*/probe.json"))
+    if not times:
+        return "unknown"
+    text = [dt.datetime.fromtimestamp(t).astimezone().strftime("%Y-%m-%d %H:%M %Z") for t in (times[0], times[-1])]
+    return text[0] if text[0] == text[1] else f"{text[0]} to {text[1]}"
+
+
+def _reward_mean(report: ProbeReport) -> str:
+    rewards = [r for g in report.findings.tasks for r in g.rewards]
+    return f"{sum(rewards) / len(rewards):.3f}" if rewards else "-"
 
 
 def _share(value: float | None) -> str:
@@ -149,7 +181,7 @@ def _rho(value: float | None) -> str:
 def section_markdown(command: str, commit: str, date: str, rows: list[tuple], failed: dict[str, str]) -> str:
     """``rows``: (example, measured, report, seconds) per probe that ran; ``failed``: name -> why not."""
     head = ["example", "benchmark", "measured gain", "probe verdict", "mixed groups", "trainable tokens",
-            "probe pass rate", "probe s"]  # fmt: skip
+            "probe reward mean", "probe s"]  # fmt: skip
     lines = [
         f"## {SECTION}",
         "",
@@ -174,8 +206,8 @@ def section_markdown(command: str, commit: str, date: str, rows: list[tuple], fa
             found.verdict,
             f"{_share(found.mixed_share)} ({found.group_kinds['mixed']}/{found.groups})",
             f"{_share(found.token_share)} ({found.trainable_tokens}/{found.sampled_tokens})",
-            f"{_pass_rate(report):.3f}",
-            f"{seconds:.0f}",
+            _reward_mean(report),
+            "-" if seconds is None else f"{seconds:.0f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     gains = [m.gain for _, m, _, _ in rows]
@@ -186,25 +218,36 @@ def section_markdown(command: str, commit: str, date: str, rows: list[tuple], fa
         f"- Spearman rank correlation over {len(rows)} examples, measured gain vs *mixed groups* (the prediction): "
         f"**{_rho(spearman(mixed, gains))}**; vs *trainable tokens*: {_rho(spearman(tokens, gains))}.",
     ]
+    for quantity in sorted({m.quantity for _, m, _, _ in rows}):
+        same = [row for row in rows if row[1].quantity == quantity]
+        if 3 <= len(same) < len(rows):
+            gains_q = [m.gain for _, m, _, _ in same]
+            rho_mixed = spearman([r.findings.mixed_share or 0.0 for _, _, r, _ in same], gains_q)
+            rho_tokens = spearman([r.findings.token_share or 0.0 for _, _, r, _ in same], gains_q)
+            lines.append(
+                f"- Over the {len(same)} examples whose gain is a {quantity} gain only (a cut made after seeing the "
+                f"figure above): vs *mixed groups* {_rho(rho_mixed)}; vs *trainable tokens* {_rho(rho_tokens)}."
+            )
+    lines += [f"- Where the order fails: {pair}" for pair in discordant(rows)] or ["- The order holds for every pair."]
     lines += [f"- Not probed: {name}: {why}" for name, why in failed.items()]
     lines += [
         "",
         "*mixed groups* = share of tasks whose sampled rewards differ (how many of how many); *trainable tokens* = "
         "share of sampled completion tokens in those groups, by the trainer's own row rule (what the first update "
-        "would train on); *probe pass rate* = passed / sampled rollouts; *measured gain* = the benchmark's verdict "
+        "would train on); *probe reward mean* = mean verifier reward of the probe's usable rollouts (with seeded "
+        "sampling, the harness examples draw what their benchmark's iteration 0 drew); *probe s* = the probe's wall time; *measured gain* = the benchmark's verdict "
         "line, with the commit and date of its section.",
         "",
         "How far this goes: with four examples, even a perfect order (rho = 1) happens by chance with "
-        "probability 1/24 for one direction, so no correlation here is significant; and the gains are not in one "
+        "probability 1/24 for one direction (with three, 1/6), so no correlation here is significant; and the gains are not in one "
         "unit: `examples/learning.yaml` has dense rewards and measures a mean-reward gain, the harness examples "
         "measure a pass-rate gain. Mixed groups say whether GRPO *can* learn from a draw, not how fast the reward "
         "will climb, which also depends on the learning rate, the epochs and how far the reward can move.",
     ]
-    lines += [f"- Where the order fails: {pair}" for pair in discordant(rows)] or ["- The order holds for every pair."]
     return "\n".join(lines) + "\n"
 
 
-def run(names: list[str], workdir: Path, doc: bool) -> int:
+def run(names: list[str], workdir: Path, doc: bool, reuse: bool = False) -> int:
     os.chdir(REPO)  # the configs' relative task folders resolve from the repository
     date, commit = now_text(), commit_text()
     text = DOC.read_text()
@@ -213,7 +256,7 @@ def run(names: list[str], workdir: Path, doc: bool) -> int:
         measured = measured_gain(text, example.section)
         _log(f"{example.name}: probing {example.config.relative_to(REPO)} in {workdir / example.name}")
         try:
-            report, seconds = probe_example(example, workdir)
+            report, seconds = stored_probe(example, workdir) if reuse else probe_example(example, workdir)
         except Exception as exc:  # one example that cannot run here must not cost the others' figures
             failed[example.name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             _log(f"{example.name}: the probe failed: {failed[example.name]}")
@@ -224,7 +267,9 @@ def run(names: list[str], workdir: Path, doc: bool) -> int:
         rows.append((example, measured, report, seconds))
     command = ".venv/bin/python benchmarks/bench_probe.py" + "".join(
         f" --only {n}" for n in names if list(names) != [e.name for e in EXAMPLES]
-    )
+    ) + (" --reuse" if reuse else "")
+    if reuse:
+        date += f"; the probes reused were stored {_stored_when(workdir, names)}"
     section = section_markdown(command, commit, date, rows, failed)
     print(section)
     if doc:
@@ -240,8 +285,10 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "probe",
                         help="stores, MLflow databases and executor folders; each example's emptied first")  # fmt: skip
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    parser.add_argument("--reuse", action="store_true",
+                        help="report the probes an earlier run stored in --workdir instead of running them again")  # fmt: skip
     args = parser.parse_args()
-    sys.exit(run(args.only or names, args.workdir.resolve(), doc=not args.no_doc))
+    sys.exit(run(args.only or names, args.workdir.resolve(), doc=not args.no_doc, reuse=args.reuse))
 
 
 if __name__ == "__main__":
