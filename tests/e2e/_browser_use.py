@@ -3,8 +3,8 @@
 browser-use sends every call as a fresh system + user pair (no assistant turns, so the dev
 engine's script, which picks its turn by counting assistant messages, would replay its
 first turn forever), and the element indexes its actions need are Chromium's DOM node
-ids, different on every run: a test's ``Script`` computes each step's actions from the
-page text of the request, and ``agent_reply`` wraps them in browser-use's ``agent_output``.
+ids, which change with the page and what happened before: a test's ``Script`` computes
+each step's actions from the page text of the request, and ``agent_reply`` wraps them in browser-use's ``agent_output``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """A whole iteration of examples/web.yaml: browser-use in a real Chromium on a seeded web
-app, the tiny model on the dev engine, proxy sidecars, scoring, the batch, the CPU update.
+app, the tiny model on the dev engine in choice mode, proxy sidecars, scoring, the batch,
+the CPU update.
 
-One stand-in, the verifier's reward: the tiny model cannot solve a web task, so every
-reward is 0, and GRPO skips a group whose rewards are all equal (no signal): nothing would
-reach the update. The task's own verifier still judges each rollout (its verdict and exit
-code pass through); a wrapper adds noise below 0.01 to the reward so the two samples of
-the group differ and the batch and the update run on the recorded screenshot calls.
+No stand-in for the reward: the task offers browser-use's candidate turns (the right and
+a wrong answer, components/environments/web_choices.py), the policy draws one per step,
+and the task's own verifier judges the app's state and the answer. The group's verdicts
+differ, so the batch and the update run on the recorded screenshot calls.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 from rich.console import Console
 
 from components.core.checkpoints import committed_versions
@@ -29,36 +28,16 @@ from components.core.trajectory import RecordedCall
 from components.rollout.harnesses import get_harness
 from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
+from tests.e2e._noisy_reward import noisy_task  # noqa: F401  (tests/e2e/_gui_runs.py imports it from here)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "web.yaml"
-TASK = REPO / "examples" / "tasks" / "web" / "web-form-submit-1"
-NOISE = 0.01
+# Two calls: the search, then `done` with the cheapest flight's number or another's.
+TASK = REPO / "examples" / "tasks" / "web" / "web-flights-cheapest-code-2"
+# Seeded sampling draws the same numbers on every run: sample 0 answers another flight's
+# number, sample 1 the cheapest's (examples/web.yaml's own iteration draws the same).
+SAMPLES = 2
 RUNTIME = "process" if sandbox_problem() else "sandbox"  # where namespaces cannot be made, still test the GUI path
-
-# Runs the task's verify.py and passes its verdict through, its reward plus noise in [0, NOISE).
-_NOISY_VERIFY = f"""\
-import json, os, random, subprocess, sys
-real = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "verify.py")], capture_output=True, text=True)
-lines = real.stdout.strip().splitlines()
-if real.returncode not in (0, 1):  # it could not judge: that stays a verifier error
-    print(real.stdout + real.stderr)
-    sys.exit(real.returncode)
-reward = json.loads(lines.pop())["reward"] if lines and lines[-1].startswith("{{") else float(real.returncode == 0)
-print("\\n".join(lines))
-print(json.dumps({{"reward": reward + random.random() * {NOISE}}}))
-sys.exit(real.returncode)
-"""
-
-
-def noisy_task(tasks: Path, source: Path = TASK) -> None:
-    """A copy of ``source`` under ``tasks`` whose reward is its verifier's plus the noise."""
-    task = tasks / source.name
-    shutil.copytree(source, task)
-    (task / "noisy_verify.py").write_text(_NOISY_VERIFY)
-    spec = yaml.safe_load((task / "task.yaml").read_text())
-    spec["verifier"]["command"] = ["python3", "{task_dir}/noisy_verify.py"]
-    (task / "task.yaml").write_text(yaml.safe_dump(spec))
 
 
 def _images_from_store(store: ArtifactStore, layout: RunLayout, calls: list[RecordedCall], dest: Path) -> Path:
@@ -71,19 +50,21 @@ def _images_from_store(store: ArtifactStore, layout: RunLayout, calls: list[Reco
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # two ~12k-token calls per rollout, then four such rows in the update, on busy cores
 def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
     chromium_ready: None, tmp_path: Path, tracking_uri: str
 ) -> None:
     if not get_harness("browser-use").is_installed():
         pytest.skip("browser-use is not installed: run `openforge harness install browser-use`")
-    noisy_task(tmp_path / "tasks")
+    shutil.copytree(TASK, tmp_path / "tasks" / TASK.name)
     example = load_config(EXAMPLE)
     config = example.model_copy(
         update={
             "name": "web-e2e",
-            "tasks": example.tasks.model_copy(update={"source": str(tmp_path / "tasks"), "per_iteration": 1}),
-            # One call per rollout: each ~12k-token row costs ~30 s of CPU in the update.
-            "harness": example.harness.model_copy(update={"max_turns": 1}),
+            "tasks": example.tasks.model_copy(update={"source": str(tmp_path / "tasks")}),
+            "rollout": example.rollout.model_copy(update={"samples_per_task": SAMPLES}),
+            # No empty update to fall back on: the group must carry signal.
+            "algorithm": example.algorithm.model_copy(update={"allow_empty_update": False, "epochs": 1}),
             "storage": example.storage.model_copy(update={"uri": f"file://{tmp_path / 'store'}"}),
             "tracking": example.tracking.model_copy(update={"uri": tracking_uri}),
         }
@@ -93,19 +74,25 @@ def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
 
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     rollout_ids = [r["rollout_id"] for r in json.loads(store.get_bytes(layout.plan(0)))["rollouts"]]
-    assert len(rollout_ids) == example.rollout.samples_per_task
+    assert len(rollout_ids) == SAMPLES
 
     # Every rollout recorded its calls, each with its screenshot stored once by hash in the store.
     stored = {Path(key).name: store.get_bytes(key) for key in store.list(layout.images(0) + "/")}
     assert stored and all(name == f"{hashlib.sha256(data).hexdigest()}.png" for name, data in stored.items())
-    all_calls, used = [], set()
+    all_calls, used, verdicts = [], set(), {}
+    goal = json.loads((TASK / "goal.json").read_text())
     for rollout_id in rollout_ids:
         outcome = json.loads(store.get_bytes(layout.outcome(0, rollout_id)))
-        assert outcome["status"] == "ok" and outcome["passed"] is False, outcome
-        assert 0.0 <= outcome["reward"] < NOISE, outcome
+        assert outcome["status"] == "ok" and outcome["reward"] == float(outcome["passed"]), outcome
         lines = store.get_bytes(layout.trajectory(0, rollout_id)).splitlines()
         calls = [RecordedCall.model_validate_json(line) for line in lines]
-        assert calls and all(call.ok and call.images for call in calls), rollout_id
+        # Both candidate turns played (search, then done), each call with its screenshot.
+        assert len(calls) == 2 and all(call.ok and call.images for call in calls), rollout_id
+        answer = json.loads(calls[-1].response["choices"][0]["message"]["content"])["action"][0]["done"]["text"]
+        assert outcome["final_answer"] == answer
+        # The verifier's verdict follows the drawn answer: the cheapest flight's number passes.
+        assert outcome["passed"] is (answer == goal["answer_contains"]), (answer, outcome["verifier_output"])
+        verdicts[rollout_id] = outcome["passed"]
         all_calls += calls
         used |= {Path(file).name for call in calls for file in referenced_images(call)}
     assert used == set(stored)  # nothing missing, nothing stray
@@ -122,7 +109,9 @@ def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
             assert prefix == "data:image/png;base64"
             assert f"{hashlib.sha256(base64.b64decode(data)).hexdigest()}.png" in stored
 
-    # Scored: every rollout usable, the group's rewards differ (the noise), so it trains.
+    assert set(verdicts.values()) == {True, False}, verdicts  # the group carries signal
+
+    # Scored: every rollout usable, the group's rewards differ (the verdicts), so it trains.
     rewards = json.loads(store.get_bytes(layout.rewards(0)))
     assert rewards["unusable"] == {} and all(r["usable"] for r in rewards["records"])
 
