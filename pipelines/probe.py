@@ -183,5 +183,5 @@ def probe_command(
         typer.echo(report.model_dump_json(indent=2))
     else:
         console.print(probe_table(report))
-    key = run_layout(evaluation).probe_report()
-    console.print(f"Probe report: {open_store(evaluation.storage.uri, evaluation.storage.endpoint_url).root}/{key}", soft_wrap=True)
+    store = open_store(evaluation.storage.uri, evaluation.storage.endpoint_url)
+    console.print(f"Probe report: {store.root}/{run_layout(evaluation).probe_report()}", soft_wrap=True)
