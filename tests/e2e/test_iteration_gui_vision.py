@@ -8,62 +8,32 @@ below 0.01 so the group's two rollouts differ and the update runs."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import httpx
 import pytest
-from rich.console import Console
 
 from components.core.checkpoints import committed_versions
-from components.core.config import load_config
 from components.core.storage import RunLayout, get_dir, open_store
 from components.core.trajectory import RecordedCall
-from components.rollout.harnesses import get_harness
-from pipelines.run import run_experiment
 from tests._servers import start_dev_engine
 from tests._vision_prompts import processor_prompt_ids
 from tests.components.proxy._images import data_url, png
-from tests.e2e.test_iteration_web import RUNTIME, noisy_task
-
-REPO = Path(__file__).resolve().parents[2]
-# (harness, task, the fixture its packages need, model calls per rollout). browser-use's
-# random answers never parse: one call. cua-agent plays the task's candidate turns (choice
-# mode, examples/desktop.yaml) and needs all three to reach its verifier.
-GUI = {
-    "web": ("browser-use", REPO / "examples" / "tasks" / "web" / "web-form-submit-1", "chromium_ready", 1),
-    "desktop": ("cua-agent", REPO / "examples" / "tasks" / "desktop" / "desktop-terminal-file", "desktop_ready", 4),
-}
+from tests.e2e._gui_runs import GUI
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("example_name", list(GUI))
 def test_a_gui_iteration_trains_a_vision_language_policy_on_its_screenshots(
-    example_name: str, tmp_path: Path, tracking_uri: str, request: pytest.FixtureRequest
+    example_name: str, tmp_path: Path, gui_vl_run, request: pytest.FixtureRequest
 ) -> None:
     import torch
     from safetensors.torch import load_file
     from verl import DataProto
 
-    harness, task, ready, max_turns = GUI[example_name]
-    request.getfixturevalue(ready)  # Chromium or the X desktop packages, installed or skipped
-    if not get_harness(harness).is_installed():
-        pytest.skip(f"{harness} is not installed: run `openforge harness install {harness}`")
-    noisy_task(tmp_path / "tasks", task)
-    example = load_config(REPO / "examples" / f"{example_name}.yaml")
-    config = example.model_copy(
-        update={
-            "name": f"{example_name}-vl",
-            "model": example.model.model_copy(update={"tiny_vision": True}),
-            "tasks": example.tasks.model_copy(update={"source": str(tmp_path / "tasks"), "per_iteration": 1}),
-            "harness": example.harness.model_copy(update={"max_turns": max_turns}),
-            "storage": example.storage.model_copy(update={"uri": f"file://{tmp_path / 'store'}"}),
-            "tracking": example.tracking.model_copy(update={"uri": tracking_uri}),
-        }
-    )
-    logged = run_experiment(config, console=Console(file=io.StringIO(), width=160), workdir=tmp_path / ".openforge", runtime=RUNTIME)
-
+    run = gui_vl_run(example_name, request)  # the session's run, shared with test_viewer_browser.py
+    config, logged = run.config, run.logged
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     metrics = logged[0]
     assert metrics["batch/trained_tokens"] > 0 and metrics["batch/dropped_rows"] == 0, metrics
