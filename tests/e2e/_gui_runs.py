@@ -59,7 +59,8 @@ def gui_run(example_name: str, request: pytest.FixtureRequest, shared: Path) -> 
     """The one-iteration GUI run of ``examples/<example_name>.yaml`` under ``shared`` (its packages
     and harness installed, or the test skipped, saying why), made by the first caller."""
     from pipelines.run import run_experiment
-    from tests.e2e.test_iteration_web import RUNTIME, noisy_task
+    from tests.e2e._noisy_reward import noisy_task
+    from tests.e2e.test_iteration_web import RUNTIME
 
     harness, task, ready, _ = GUI[example_name]
     request.getfixturevalue(ready)  # Chromium or the X desktop packages, installed or skipped
