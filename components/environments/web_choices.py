@@ -7,11 +7,12 @@ browser-use's ``done`` (it accepts ``done`` only as a step's single action). The
 draws among them by its own probabilities, the app's state decides the reward, and
 training can move the draw (``examples/web.yaml``, ``make bench-gui-learning``).
 
-The ``[N]`` indexes browser-use shows are Chromium's DOM node ids. For one page loaded the
-same way in a fresh browser (every rollout gets one) they are the same on every run, so
-they are read once off the prompts browser-use sent for these pages and kept here: a
-change to the apps' markup moves them, and `tests/e2e/test_iteration_web.py` (the right
-candidates pass the verifier) catches that. The wrong candidate of a turn differs from the
+The ``[N]`` indexes browser-use shows are Chromium's DOM node ids, read once off the
+prompts browser-use sent for these pages and kept here. They are NOT fully stable: in a
+fresh browser (every rollout gets one) the same page usually gets them, but in about half
+the rollouts of a benchmark run every id of the page was one higher (``[15]<input
+name=name``), and those rollouts fail whatever the policy draws (docs/environments.md).
+A change to the apps' markup also moves them. The wrong candidate of a turn differs from the
 right one in a few characters of the same token length (a test checks it), so neither is
 favoured before learning.
 """
