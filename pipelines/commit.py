@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import sys
 
+from components.analytics import record_analytics
 from components.core.config import ExperimentConfig
 from components.core.metrics import read_metrics
 from components.core.rollout_traces import iteration_traces
 from components.core.storage import ArtifactStore, RunLayout, open_store
+from components.viewer.links import link_iteration_in_mlflow
 from pipelines.state import RunState, read_state, write_state
 
 
@@ -38,7 +40,8 @@ def commit_iteration(config: ExperimentConfig, iteration: int, config_text: str)
             "missing): the train step did not finish; rerun the iteration"
         )
     tracker = ExperimentTracker(config.tracking, config.name)
-    tracker.log_iteration(iteration, read_metrics(store, layout.metrics(iteration)))
+    analytics = record_analytics(store, layout, iteration)  # docs/analytics.md
+    tracker.log_iteration(iteration, read_metrics(store, layout.metrics(iteration)) | analytics.metrics())
     traces, unreadable = iteration_traces(store, layout, iteration)
     tracker.log_rollout_traces(traces, iteration)
     if unreadable:  # a summary for the MLflow UI: never worth failing the commit, always worth saying
@@ -46,6 +49,7 @@ def commit_iteration(config: ExperimentConfig, iteration: int, config_text: str)
         print(f"warning: {len(unreadable)} rollout(s) of iteration {iteration} have no MLflow trace: their "
               f"records cannot be read (first: {first[0]}: {first[1]})", file=sys.stderr, flush=True)  # fmt: skip
     tracker.log_text(config_text, CONFIG_ARTIFACT)
+    link_iteration_in_mlflow(tracker, config.name, iteration)  # the viewer's page of the iteration, from its run
     tracker.log_summary()
     tracker.log_reward_plot()
     if previous is not None and previous.last_committed_iteration > iteration:

@@ -23,6 +23,7 @@ from components.core.outcome import Outcome, RolloutStatus
 from components.core.storage import LocalStore, RunLayout, run_layout
 from components.core.trajectory import RecordedCall
 from pipelines.steps import STEPS
+from pipelines.steps._costs import run_step
 from pipelines.steps._spec import ITERATION
 from pipelines.steps.rollout import ROLLOUT_ID
 from tests.pipelines.fake_openforge import write_task
@@ -35,12 +36,12 @@ def _kinds(layout: RunLayout) -> dict[str, re.Pattern[str]]:
     """Each RunLayout key maker as a pattern over keys (a folder's pattern takes the files under it)."""
     patterns = {}
     for name in ("state", "task", "evaluated_checkpoint", "eval_summary", "plan", "choices", "trajectory", "images",
-                 "outcome", "rewards", "batch", "metrics", "checkpoint", "checkpoint_marker"):  # fmt: skip
+                 "outcome", "rewards", "batch", "metrics", "analytics", "costs", "checkpoint", "checkpoint_marker"):  # fmt: skip
         maker = getattr(layout, name)
         arguments = maker.__code__.co_varnames[1 : maker.__code__.co_argcount]
         key = maker(*(_VERSION if a == "version" else _SENTINEL for a in arguments))
         text = re.escape(key).replace(_SENTINEL, "[^/]+").replace(str(_VERSION), r"\d{5,}")
-        folder = name in ("task", "images", "checkpoint")
+        folder = name in ("task", "images", "costs", "checkpoint")
         patterns[name] = re.compile(text + ("(/.+)?" if folder else ""))
     return patterns
 
@@ -88,7 +89,7 @@ def _run_step(name: str, config: ExperimentConfig, accesses: _Accesses, monkeypa
     monkeypatch.setenv(CONFIG_ENV, yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     accesses.reads.clear(), accesses.writes.clear()
     try:
-        STEPS[name].run(**flags)
+        run_step(STEPS[name], flags)  # as the step command runs it: metered, its cost recorded
     except SystemExit as ended:  # typer.Exit(0) from serve
         assert ended.code in (0, None)
     except Exception as exc:  # typer.Exit is not SystemExit
@@ -170,7 +171,7 @@ def test_an_undeclared_write_is_caught(config, accesses, monkeypatch, tmp_path) 
     _serve_without_engine(monkeypatch)
     _run_step("prepare", config, accesses, monkeypatch, iteration="next", out_dir=tmp_path / "prepared")
     _rollout_artifacts(config, 0, json.loads((tmp_path / "prepared" / "rollouts.json").read_text()), passed={"alpha-s0"})
-    narrowed = dataclasses.replace(STEPS["score"], writes=("rewards",))
+    narrowed = dataclasses.replace(STEPS["score"], writes=("rewards", "costs"))
     monkeypatch.setitem(STEPS, "score", narrowed)
 
     with pytest.raises(AssertionError, match=r"score wrote \{'metrics'\} it does not declare"):
