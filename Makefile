@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-overhead bench-continuity bench-load bench-engine gpu-smoke clean help
+.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -26,11 +26,14 @@ help:
 	@echo "make bench-screenshots  16 sessions sending 200 kB screenshots, direct vs the proxy; every image recorded (docs/benchmarks.md)"
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-harness-learning  pass rate by iteration inside Claude Code and Codex, real vs shuffled rewards (docs/benchmarks.md)"
-	@echo "make bench-gui-learning  pass rate by iteration inside cua-agent with the tiny vision-language model, real vs shuffled rewards (docs/benchmarks.md)"
+	@echo "make bench-gui-learning  pass rate by iteration inside cua-agent (tiny vision-language model) and browser-use, real vs shuffled rewards (docs/benchmarks.md)"
+	@echo "make bench-probe     the learnability probe on the learning examples vs their measured gains (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
 	@echo "make bench-load      256 sessions through one proxy for 10 minutes: no lost call, flat memory (docs/reliability.md)"
 	@echo "make bench-engine    dev engine on 8 harness sessions sharing a 20k-token prefix: prefix cache vs one entry (docs/benchmarks.md)"
+	@echo "make bench-viewer    openforge view on a synthesized 1,000-rollout iteration: the page's open time, cold and warm (docs/benchmarks.md)"
+	@echo "make bench-scale-plan  a 4,096-rollout iteration: manifest, fan-out and Argo node-status sizes, proxy sidecar start and memory (docs/scale.md)"
 	@echo "make gpu-smoke    on a 1-GPU machine: update loop, veRL step, vllm serve -> gpu_smoke.json"
 
 $(INSTALLED): pyproject.toml
@@ -122,7 +125,11 @@ bench-harness-learning: $(INSTALLED) harnesses
 	$(BIN)/python benchmarks/bench_harness_learning.py
 
 bench-gui-learning: $(INSTALLED) harnesses gui-packages
-	$(BIN)/python benchmarks/bench_harness_learning.py --harness cua-agent
+	$(BIN)/python benchmarks/bench_harness_learning.py --harness cua-agent --harness browser-use
+
+# The configs bench-learning, bench-harness-learning and bench-gui-learning trained, probed untrained.
+bench-probe: $(INSTALLED) harnesses gui-packages
+	$(BIN)/python benchmarks/bench_probe.py
 
 bench-overhead: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_overhead.py
@@ -135,6 +142,12 @@ bench-load: $(INSTALLED)
 
 bench-engine: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_engine.py
+
+bench-viewer: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_viewer.py
+
+bench-scale-plan: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_scale_plan.py
 
 # On a machine with a GPU: its own CUDA torch, not this venv (scripts/gpu_smoke.sh says how).
 gpu-smoke:
