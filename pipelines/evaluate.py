@@ -170,6 +170,7 @@ def eval_command(
     out: Path | None = typer.Option(None, "--out", help="Also write summary.json into this folder."),
     eval_id: str | None = ID_OPTION,
     compile_only: bool = typer.Option(False, "--compile-only", help="Write the evaluation's Argo Workflow to OUT (default argo/) and stop."),
+    submit: bool = typer.Option(False, "--submit", help="Submit the evaluation's Workflow to the Argo Server (ARGO_SERVER, as `openforge submit`) instead of running it here."),
     warm_start: bool = WARM_START_OPTION,
     runtime: Runtime = RUNTIME_OPTION,
 ) -> None:
@@ -183,6 +184,16 @@ def eval_command(
     except ConfigError as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
+    if compile_only and submit:
+        typer.echo("--compile-only and --submit exclude each other: write the Workflow, or send it", err=True)
+        raise typer.Exit(2)
+    if submit:
+        from pipelines.cluster.cli import submit_and_echo
+
+        submit_and_echo(evaluation)
+        store = evaluation.storage.uri.rstrip("/")
+        typer.echo(f"Results: {store}/{run_layout(evaluation).eval_summary()} (`openforge status NAME` follows it)")
+        return
     if compile_only:
         from pipelines.compile import write_manifests
 

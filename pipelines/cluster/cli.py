@@ -26,6 +26,20 @@ def _load(config_path: Path | None):  # -> tuple[ExperimentConfig | None, ArgoSe
         raise typer.Exit(2) from None
 
 
+def submit_and_echo(config, server=None, *, once: bool = False) -> None:  # (ExperimentConfig, ArgoServer | None)
+    """Submit the config's Workflow (a training run's, or an evaluation's) and print its name and link;
+    a refusal is the command's exit 1 with the server's reason and the fix."""
+    from pipelines.cluster import ClusterError, server_from_env, submit
+
+    try:
+        submitted = submit(config, server or server_from_env(config.cluster), once=once)
+    except ClusterError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(submitted.name)
+    typer.echo(f"Argo UI: {submitted.link}")
+
+
 def deploy_command(config_path: Annotated[Path, _CONFIG]) -> None:
     """Create or update the experiment's iteration WorkflowTemplate and its CronWorkflow on the cluster."""
     from pipelines.cluster import ClusterError, deploy
@@ -47,16 +61,8 @@ def submit_command(
     ] = False,
 ) -> None:
     """Submit a training run (every iteration of the config) and print its name and Argo UI link."""
-    from pipelines.cluster import ClusterError, submit
-
     config, server = _load(config_path)
-    try:
-        submitted = submit(config, server, once=once)
-    except ClusterError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
-    typer.echo(submitted.name)
-    typer.echo(f"Argo UI: {submitted.link}")
+    submit_and_echo(config, server, once=once)
 
 
 def status_command(

@@ -14,7 +14,7 @@ from components.core.config import ExperimentConfig
 from pipelines.cli import app
 from pipelines.cluster import ArgoServer, ClusterError, deploy, one_iteration_workflow, server_from_env, submit, workflow_status
 from pipelines.compile import compile_config, manifest_of_kind
-from tests.pipelines._manifests import CLUSTER_EXAMPLE, cluster_example_config, quickstart_config
+from tests.pipelines._manifests import CLUSTER_EXAMPLE, QUICKSTART, cluster_example_config, quickstart_config
 from tests.pipelines.cluster.argo_server import RecordingArgoServer
 
 TOKEN = "secret-token"
@@ -190,4 +190,36 @@ def test_a_config_that_only_works_on_this_machine_is_refused_before_any_call(arg
     message = str(refused.value)
     for words in ("storage.uri is 'file://", "tasks.source is 'examples/tasks/quickstart'", "tracking.uri is 'sqlite:"):
         assert words in message
+    assert argo.calls == []
+
+
+def test_cli_eval_submit_sends_the_compiled_evaluation_and_says_where_its_results_land(
+    argo: RecordingArgoServer, config: ExperimentConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.evaluate import eval_config
+
+    monkeypatch.setenv("ARGO_SERVER", argo.url)
+    monkeypatch.setenv("ARGO_TOKEN", TOKEN)
+    submitted = CliRunner().invoke(app, ["eval", str(CLUSTER_EXAMPLE), "--submit", "--id", "nightly", "--samples", "2"])
+
+    assert submitted.exit_code == 0, submitted.output
+    (call,) = argo.writes()
+    evaluation = eval_config(config, samples=2, eval_id="nightly")
+    assert (call.method, call.path) == ("POST", "/api/v1/workflows/openforge")
+    assert call.body == {"workflow": manifest_of_kind(compile_config(evaluation), "Workflow")}
+    assert call.body["workflow"]["metadata"]["generateName"] == f"{config.name}-eval-"
+    name = submitted.output.splitlines()[0]
+    assert f"Argo UI: {argo.url}/workflows/openforge/{name}" in submitted.output
+    assert f"{config.storage.uri.rstrip('/')}/{config.name}/evals/nightly/summary.json" in submitted.output
+
+
+def test_cli_eval_submit_refuses_a_local_config_and_both_modes_at_once(
+    argo: RecordingArgoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARGO_SERVER", argo.url)
+    monkeypatch.setenv("ARGO_TOKEN", TOKEN)
+    local = CliRunner().invoke(app, ["eval", str(QUICKSTART), "--submit"])
+    assert local.exit_code == 1 and "storage.uri is 'file://" in local.output
+    both = CliRunner().invoke(app, ["eval", str(CLUSTER_EXAMPLE), "--submit", "--compile-only"])
+    assert both.exit_code == 2 and "exclude each other" in both.output
     assert argo.calls == []
