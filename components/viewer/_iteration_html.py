@@ -78,6 +78,31 @@ def tasks_panel(page: IterationPage) -> str:
     return _pager(page) + overview + detail + _pager(page)
 
 
+def analytics_panel(page: IterationPage) -> str:
+    """How the policy behaved (docs/analytics.md): each analytic's mean over the rollouts it
+    applies to, per harness when there are several, and its change since iteration 0."""
+    summary = page.view.analytics
+    if summary is None:
+        why = "an evaluation has none" if page.evaluation else "they are written when the iteration is committed"
+        return f"<h2>Behaviour</h2><p id='analytics'>No behaviour analytics ({why}).</p>"
+    harnesses = sorted(summary.by_harness) if len(summary.by_harness) > 1 else []
+    rows = []
+    for name, estimate in summary.overall.analytics.items():
+        change = summary.change.get(name)
+        since = "-" if change is None else number(change.difference) + (
+            "" if change.low is None else f" [{number(change.low)}, {number(change.high)}]"
+        )
+        per_harness = [number(summary.by_harness[h].analytics[name].mean) for h in harnesses]
+        rows.append([escape(name), number(estimate.mean), str(estimate.n), *per_harness, since])
+    unreadable = f", {summary.overall.unreadable} unreadable" if summary.overall.unreadable else ""
+    return (
+        f"<h2>Behaviour</h2><p id='analytics'>{summary.overall.rollouts} rollout(s){unreadable}; each analytic's "
+        "mean over the rollouts it applies to (n), and its change since iteration 0 with a 95% interval "
+        "(docs/analytics.md)</p>"
+        + table(["analytic", "mean", "n", *(escape(h) for h in harnesses), "change since 0"], rows)
+    )
+
+
 def metrics_panel(page: IterationPage) -> str:
     return "<h2>Metrics</h2>" + table(["metric", "value"], [[escape(k), number(v)] for k, v in sorted(page.view.metrics.items())])
 
@@ -86,7 +111,7 @@ def mlflow_panel(page: IterationPage) -> str:
     return f"<p>{page.mlflow.note}</p>"
 
 
-PANELS: tuple[Callable[[IterationPage], str], ...] = (summary_panel, mlflow_panel, tasks_panel, metrics_panel)
+PANELS: tuple[Callable[[IterationPage], str], ...] = (summary_panel, mlflow_panel, analytics_panel, tasks_panel, metrics_panel)
 
 
 def iteration_body(page: IterationPage) -> str:

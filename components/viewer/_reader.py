@@ -1,5 +1,5 @@
 """What the viewer reads from a run's store: a few whole files per page, never a listing of
-every rollout, so a 1,000-rollout iteration costs its plan, its rewards and its metrics.
+every rollout, so a 1,000-rollout iteration costs its plan, rewards, metrics and analytics.
 
 Each function names the store keys it reads (components/core/storage.py, ``RunLayout``).
 """
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from components.analytics import IterationAnalytics, read_analytics
 from components.core.metrics import read_metrics
 from components.core.storage import ArtifactStore, RunLayout, StorageError
 from components.core.trajectory import RecordedCall
@@ -34,6 +35,7 @@ class IterationView:
     rollouts: list[RolloutLine]
     metrics: dict[str, float]
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # task id -> its TaskStats from rewards.json
+    analytics: IterationAnalytics | None = None  # written at commit: None before it, and for an evaluation
 
     def by_task(self) -> dict[str, list[RolloutLine]]:
         groups: dict[str, list[RolloutLine]] = {}
@@ -100,7 +102,7 @@ def eval_summary(store: ArtifactStore, layout: RunLayout) -> dict[str, Any] | No
 
 
 def iteration_view(store: ArtifactStore, layout: RunLayout, iteration: int) -> IterationView:
-    """Plan, rewards and metrics of iteration ``iteration``: three files, whatever the rollout count."""
+    """Plan, rewards, metrics and analytics of iteration ``iteration``: four files, whatever the rollout count."""
     plan = json.loads(store.get_bytes(layout.plan(iteration)))
     rewards = json.loads(store.get_bytes(layout.rewards(iteration))) if store.exists(layout.rewards(iteration)) else {}
     scored = {r["rollout_id"]: r for r in rewards.get("records", [])}
@@ -118,7 +120,8 @@ def iteration_view(store: ArtifactStore, layout: RunLayout, iteration: int) -> I
             )
         )
     tasks = {t["task_id"]: t for t in rewards.get("tasks", [])}
-    return IterationView(iteration, lines, read_metrics(store, layout.metrics(iteration)), tasks)
+    metrics = read_metrics(store, layout.metrics(iteration))
+    return IterationView(iteration, lines, metrics, tasks, read_analytics(store, layout, iteration))
 
 
 def rollout_calls(store: ArtifactStore, layout: RunLayout, iteration: int, rollout_id: str) -> list[RecordedCall]:

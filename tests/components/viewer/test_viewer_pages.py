@@ -58,6 +58,7 @@ def test_an_evaluation_is_listed_on_its_run_and_browsed_like_an_iteration(store:
     assert "2 task(s), 6 rollout(s)" in evaluation.text
     assert page.status_code == 200 and "Create answer.txt" in page.text
     assert "training view" not in page.text, "an evaluation trains nothing: no training view to link"
+    assert "No behaviour analytics (an evaluation has none)" in evaluation.text
     assert missing.status_code == 404 and "does not exist" in missing.text
 
 
@@ -95,3 +96,18 @@ def test_a_tracking_store_not_made_yet_is_said_and_left_unmade(store: ArtifactSt
     db = tmp_path / "mlflow.db"
     (page,) = serve_and_get(_viewer(store, TrackingConfig(uri=f"sqlite:///{db}")), [links.run_path("big")])
     assert f"{db} does not exist" in page.text and not db.exists()
+
+
+def test_an_iteration_shows_the_analytics_its_commit_stored(quickstart_store: tuple[str, Path]) -> None:
+    from components.analytics import read_analytics
+    from components.core.storage import RunLayout
+    from components.viewer._html import number
+
+    uri, _ = quickstart_store
+    store = open_store(uri)
+    summary = read_analytics(store, RunLayout("quickstart"), 0)
+    (page,) = serve_and_get(_viewer(store), [links.iteration_path("quickstart", 0)])
+
+    assert summary is not None and f"{summary.overall.rollouts} rollout(s); each analytic" in page.text
+    for name, estimate in summary.overall.analytics.items():
+        assert f"<td>{name}</td><td>{number(estimate.mean)}</td><td>{estimate.n}</td>" in page.text, name
