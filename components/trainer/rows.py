@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 from components.core.trajectory import RecordedCall, latest_attempt
 from components.trainer.branches import BRANCH_KINDS, BREAK, Lineage
@@ -116,16 +116,33 @@ def trainable_calls(calls: Sequence[RecordedCall], counts: MergeCounts | None = 
 
 def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: float) -> tuple[list[Row], MergeCounts]:
     """Merge one rollout's calls (in call order) into rows; side calls and failed calls are skipped."""
-    counts = MergeCounts()
-    rows: list[Row] = []
-    lineage = Lineage()
-    for call in trainable_calls(sorted(calls, key=lambda c: c.call_index), counts):
+
+    def check(call: RecordedCall) -> None:
         check_temperature(rollout_id, call, temperature)
         if len(call.completion_logprobs) != len(call.completion_token_ids) or not call.prompt_token_ids:
             raise BatchError(
                 f"rollout {rollout_id} call {call.call_index} lacks prompt token ids or completion logprobs; "
                 "scoring should have marked the rollout unusable (rescore it)"
             )
+
+    return _merge(rollout_id, calls, check)
+
+
+def place_calls(calls: Sequence[RecordedCall]) -> list[Row]:
+    """The rows the merge builds from these calls, without training's checks: where each call
+    goes (``Row.calls``) and why a row branched, for a reader (the viewer) of any recording."""
+    return _merge("", [call for call in calls if call.prompt_token_ids], None)[0]
+
+
+def _merge(
+    rollout_id: str, calls: Sequence[RecordedCall], check: Callable[[RecordedCall], None] | None
+) -> tuple[list[Row], MergeCounts]:
+    counts = MergeCounts()
+    rows: list[Row] = []
+    lineage = Lineage()
+    for call in trainable_calls(sorted(calls, key=lambda c: c.call_index), counts):
+        if check is not None:
+            check(call)
         extended = [row for row in rows if row.starts(call.prompt_token_ids)]
         if extended:
             row = max(extended, key=Row.size)

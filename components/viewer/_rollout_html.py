@@ -6,7 +6,8 @@ import json
 from html import escape
 from typing import Any
 
-from components.core.trajectory import RecordedCall
+from components.core.trajectory import RecordedCall, attempt_of, latest_attempt
+from components.trainer.rows import place_calls, trainable_calls
 from components.viewer import links
 from components.viewer._html import number, table
 from components.viewer._reader import TrainingView
@@ -29,25 +30,72 @@ def rollout_body(
         head += f'<p><a id="training-link" href="{escape(links.training_path(name, iteration, rollout_id))}">training view</a></p>'
     if not calls:
         return head + "<p>No recorded call.</p>"
-    last = calls[-1]
+    roles = _roles(calls)
+    folded = [c for c in calls if roles[_key(c)].startswith(_FOLDED)]
+    shown = [c for c in calls if not roles[_key(c)].startswith(_FOLDED)]
+    turns = trainable_calls(calls)
+    last = turns[-1] if turns else calls[-1]  # the conversation as the policy last saw it, not a side call's
     chat = (last.translation.upstream_request if last.translation else None) or last.request
     messages = [_message(m, images) for m in chat.get("messages") or []]
-    answer = _answer(last)
-    summary = table(
-        ["call", "path", "prompt tokens", "completion tokens", "latency ms", "tags"],
-        [
-            [
-                str(c.call_index),
-                escape(c.provenance.path if c.provenance else "-"),
-                str(len(c.prompt_token_ids or [])),
-                str(len(c.completion_token_ids or [])),
-                f"{c.latency_ms:.0f}",
-                escape(", ".join(sorted(k for k, v in c.tags.items() if v)) or "-"),
-            ]
-            for c in calls
-        ],
-    )
-    return head + "<h2>Calls</h2>" + summary + "<h2>Conversation (the last call)</h2>" + "".join(messages) + answer
+    header = ["call", "role", "path", "prompt tokens", "completion tokens", "latency ms", "tags"]
+    summary = table(header, [_call_row(c, roles) for c in shown])
+    if folded:
+        summary += (
+            f"<details id='folded'><summary>{len(folded)} call(s) folded: retried by the harness or its SDK "
+            "(the attempt it went on with is listed above), or of an earlier attempt of the rollout that "
+            "ended on an infrastructure failure; kept, never trained on</summary>"
+            + table(header, [_call_row(c, roles) for c in folded]) + "</details>"
+        )
+    title = f"<h2>Conversation (call {last.call_index}, the last turn)</h2>"
+    return head + "<h2>Calls</h2>" + summary + title + "".join(messages) + _answer(last)
+
+
+_RETRIED, _ABANDONED = "retried", "abandoned"
+_FOLDED = (_RETRIED, _ABANDONED)  # calls listed apart, folded: kept in the recording, never trained on
+
+
+def _key(call: RecordedCall) -> tuple[int, int]:
+    return attempt_of(call), call.call_index  # an index is unique within its attempt
+
+
+def _roles(calls: list[RecordedCall]) -> dict[tuple[int, int], str]:
+    """Each call's part in the rollout. A trained call's is its place in the batch merge: the
+    row it continues, or the branch it starts (subagent, rewrite of the history, break) and
+    the call it grew from."""
+    graded = attempt_of(latest_attempt(calls)[0])
+    roles = {}
+    for n, row in enumerate(place_calls(calls)):  # the graded attempt's calls only, as in training
+        for i, index in enumerate(row.calls):
+            if i == 0 and row.branch_kind is not None:
+                parent = f" of call {row.parent_call}" if row.parent_call is not None else ""
+                roles[(graded, index)] = f"row {n}: {row.branch_kind}{parent}"
+            else:
+                roles[(graded, index)] = f"row {n}" + (": starts" if i == 0 else "")
+    for call in calls:
+        if call.tags.get("side_call"):
+            roles[_key(call)] = f"side call ({call.tags['side_call']})"
+        elif attempt_of(call) != graded:
+            roles[_key(call)] = f"{_ABANDONED}: attempt {attempt_of(call)}"
+        elif not call.ok:
+            roles[_key(call)] = "failed"
+        elif not call.prompt_token_ids:
+            roles[_key(call)] = "no token ids"
+        elif _key(call) not in roles:  # the merge left it out: a retry replaced it
+            by = call.tags.get("superseded_by")
+            roles[_key(call)] = _RETRIED + (f" by call {by}" if by is not None else "")
+    return roles
+
+
+def _call_row(call: RecordedCall, roles: dict[tuple[int, int], str]) -> list[str]:
+    return [
+        str(call.call_index),
+        escape(roles.get(_key(call), "-")),
+        escape(call.provenance.path if call.provenance else "-"),
+        str(len(call.prompt_token_ids or [])),
+        str(len(call.completion_token_ids or [])),
+        f"{call.latency_ms:.0f}",
+        escape(", ".join(sorted(k for k, v in call.tags.items() if v)) or "-"),
+    ]
 
 
 def training_body(view: TrainingView) -> str:
