@@ -31,6 +31,7 @@ class ArtifactStore(Protocol):
     def get_bytes(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def list(self, prefix: str) -> list[str]: ...
+    def children(self, folder: str) -> list[str]: ...
     def sizes(self, prefix: str) -> dict[str, int]: ...
 
 
@@ -81,6 +82,14 @@ class LocalStore:
             for p in base.rglob("*")
             if p.is_file() and not p.name.startswith(".")
         )
+
+    def children(self, folder: str) -> list[str]:
+        """The names one level under ``folder`` ("" for the root), files and folders alike:
+        one directory read, however many keys lie deeper."""
+        base = self.root_path / folder.strip("/") if folder.strip("/") else self.root_path
+        if not base.is_dir():
+            return []
+        return sorted(entry.name for entry in base.iterdir() if not entry.name.startswith("."))
 
     def sizes(self, prefix: str) -> dict[str, int]:
         """Bytes of each object under ``prefix`` (what the cost report bills as storage)."""
@@ -137,6 +146,17 @@ class S3Store:
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
             keys.extend(obj["Key"][strip:] for obj in page.get("Contents", []))
         return sorted(keys)
+
+    def children(self, folder: str) -> list[str]:
+        """The names one level under ``folder`` ("" for the root), files and folders alike: a
+        delimited listing, one request per thousand names, however many keys lie deeper."""
+        full = self._key(folder.strip("/")) + "/" if folder.strip("/") else (f"{self.prefix}/" if self.prefix else "")
+        names: set[str] = set()
+        pages = self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full, Delimiter="/")
+        for page in pages:
+            names.update(p["Prefix"][len(full) :].rstrip("/") for p in page.get("CommonPrefixes", []))
+            names.update(obj["Key"][len(full) :] for obj in page.get("Contents", []))
+        return sorted(names)
 
     def sizes(self, prefix: str) -> dict[str, int]:
         """Bytes of each object under ``prefix``, from the listing itself (no object is read)."""

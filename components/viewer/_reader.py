@@ -66,29 +66,21 @@ class TrainingView:
 
 
 def run_names(store: ArtifactStore) -> list[str]:
-    """Runs in the store: each has ``<name>/state.json``."""
-    return sorted({key.split("/")[0] for key in store.list("") if key.count("/") == 1 and key.endswith("/state.json")})
+    """Runs in the store: each has ``<name>/state.json`` (one listing of the top level, one
+    check per folder: never a listing of every key the runs hold)."""
+    return [name for name in store.children("") if store.exists(f"{name}/state.json")]
 
 
 def iterations(store: ArtifactStore, layout: RunLayout) -> list[int]:
     """The run's (or evaluation's) iterations that have a plan (``.../iterations/K/plan.json``)."""
-    prefix = layout.plan(0).removesuffix("0/plan.json")  # <scope>/iterations/
-    found = set()
-    for key in store.list(prefix):
-        parts = key[len(prefix) :].split("/")
-        if len(parts) == 2 and parts[1] == "plan.json" and parts[0].isdigit():
-            found.add(int(parts[0]))
-    return sorted(found)
+    folder = layout.plan(0).removesuffix("/0/plan.json")  # <scope>/iterations
+    numbered = sorted(int(k) for k in store.children(folder) if k.isdigit())
+    return [k for k in numbered if store.exists(layout.plan(k))]
 
 
 def evaluations(store: ArtifactStore, name: str) -> list[str]:
     """The run's evaluations that have a plan (``<name>/evals/<id>/iterations/K/plan.json``)."""
-    found = set()
-    for key in store.list(f"{name}/evals/"):
-        parts = key.split("/")
-        if len(parts) == 6 and parts[3] == "iterations" and parts[5] == "plan.json":
-            found.add(parts[2])
-    return sorted(found)
+    return [e for e in store.children(f"{name}/evals") if iterations(store, RunLayout(name, e))]
 
 
 def iteration_metrics(store: ArtifactStore, layout: RunLayout, iteration: int) -> dict[str, float]:

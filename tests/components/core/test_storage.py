@@ -23,6 +23,17 @@ def test_put_get_exists_list(store) -> None:
     assert store.list("exp/a") == ["exp/a/one.json", "exp/a/two.json"]
 
 
+def test_children_are_one_level_under_a_folder(store) -> None:
+    for key in ("exp/iterations/0/plan.json", "exp/iterations/0/rollouts/r/trajectory.jsonl", "exp/iterations/12/plan.json",
+                "exp/state.json", "other/state.json"):  # fmt: skip
+        store.put_bytes(key, b"{}")
+    assert store.children("") == ["exp", "other"]
+    assert store.children("exp") == store.children("exp/") == ["iterations", "state.json"]
+    assert store.children("exp/iterations") == ["0", "12"]
+    assert store.children("exp/iterations/0/rollouts/r") == ["trajectory.jsonl"]
+    assert store.children("missing") == [] and store.children("exp/state.json") == []
+
+
 def test_overwrite_is_idempotent(store) -> None:
     store.put_bytes("exp/x", b"first")
     store.put_bytes("exp/x", b"second")
