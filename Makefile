@@ -99,7 +99,7 @@ vllm-background:
 test: sandbox-packages system-background vllm-background $(INSTALLED) harnesses
 	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) OPENFORGE_GUI_PACKAGES_STATUS=$(GUI_STATUS) \
 		OPENFORGE_VLLM_STATUS=$(VLLM_STATUS) OPENFORGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
-		$(BIN)/python -m pytest --durations=15 -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+		$(BIN)/python -m pytest --durations=15 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 run: sandbox-packages $(INSTALLED)
 	$(BIN)/openforge run examples/quickstart.yaml
