@@ -6,9 +6,13 @@ Hera and requests are imported inside the commands, so `openforge --help` stays 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:  # hera and pydantic models load inside the commands: `openforge --help` stays instant
+    from components.core.config import ExperimentConfig
+    from pipelines.cluster import ArgoServer
 
 _CONFIG = typer.Argument(..., metavar="CONFIG", help="Experiment config YAML.")
 
@@ -26,7 +30,7 @@ def _load(config_path: Path | None):  # -> tuple[ExperimentConfig | None, ArgoSe
         raise typer.Exit(2) from None
 
 
-def submit_and_echo(config, server=None, *, once: bool = False) -> None:  # (ExperimentConfig, ArgoServer | None)
+def submit_and_echo(config: ExperimentConfig, server: ArgoServer | None = None, *, once: bool = False) -> None:
     """Submit the config's Workflow (a training run's, or an evaluation's) and print its name and link;
     a refusal is the command's exit 1 with the server's reason and the fix."""
     from pipelines.cluster import ClusterError, server_from_env, submit
