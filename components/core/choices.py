@@ -17,20 +17,53 @@ by the number of assistant messages before it, as scripted mode does; or, for a 
 that sends every step as a fresh conversation (browser-use: no assistant turns, the
 history written into the prompt), by the step number the harness states in the prompt
 (``turn_pattern``, from the harness adapter's ``choice_turn_pattern``).
+
+A candidate for a harness that shows the model numbered page elements (browser-use's
+``[14]<input name=name />``) names an element by what the page says of it:
+``{{element:<input name=name}}`` becomes the number the request shows before that text
+(``element_pattern``, from the adapter's ``choice_element_pattern``). Those numbers are
+the browser's own node ids and move between fresh browsers, so a number written into the
+task would be right in some rollouts and wrong in others: reward noise the policy cannot
+learn from.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from collections.abc import Callable
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from components.core.scripted_turns import ScriptedTurn
 from components.core.validation import join_errors
 
 CandidateTurns = list[list[ScriptedTurn]]
+_ELEMENT = re.compile(r"\{\{element:(.+?)\}\}")
+_log = logging.getLogger(__name__)
+
+
+def element_ref(description: str) -> str:
+    """The placeholder a candidate writes for the element the page lists with ``description``."""
+    if not description.strip() or "}}" in description:
+        raise ValueError(f"an element description must be non-empty text without '}}}}': {description!r}")
+    return "{{element:" + description + "}}"
+
+
+class ElementNotFoundError(ValueError):
+    """A candidate names a page element that the request does not list."""
 
 
 def check_candidate_turns(turns: CandidateTurns) -> CandidateTurns:
@@ -75,20 +108,36 @@ class ChoiceBook(BaseModel):
         description="A regex whose first group is the 1-based step the harness states in the conversation "
         "(the last match counts); unset: the turn is the number of assistant messages before the request.",
     )
+    element_pattern: str | None = Field(
+        None,
+        description="A regex whose first group is the reference the harness shows the model just before an "
+        "element's description (browser-use: \\[(\\d+)\\]); unset: candidates cannot name elements.",
+    )
     _keys: list[tuple[str, TaskChoices]] = PrivateAttr(default_factory=list)
 
-    @field_validator("turn_pattern")
+    @field_validator("turn_pattern", "element_pattern")
     @classmethod
-    def _one_group(cls, value: str | None) -> str | None:
+    def _one_group(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is None:
             return value
         try:
             groups = re.compile(value).groups
         except re.error as exc:
-            raise ValueError(f"turn_pattern {value!r} is not a regular expression: {exc}") from None
+            raise ValueError(f"{info.field_name} {value!r} is not a regular expression: {exc}") from None
         if groups < 1:
-            raise ValueError(f"turn_pattern {value!r} needs a group that captures the step number, e.g. Step(\\d+)")
+            raise ValueError(f"{info.field_name} {value!r} needs a group that captures the number, e.g. Step(\\d+)")
         return value
+
+    @model_validator(mode="after")
+    def _elements_need_a_pattern(self) -> "ChoiceBook":
+        if self.element_pattern is None:
+            naming = [task.task_id for task in self.tasks if _ELEMENT.search(task.model_dump_json())]
+            if naming:
+                raise ValueError(
+                    f"the candidates of {naming} name page elements ({{{{element:...}}}}), but this harness lists no "
+                    "numbered elements (its adapter sets no choice_element_pattern): run these tasks with browser-use"
+                )
+        return self
 
     def model_post_init(self, _context: object) -> None:
         # Longest first: a task whose prompt contains another task's prompt must win.
@@ -106,13 +155,37 @@ class ChoiceBook(BaseModel):
 
         The turn is ``assistant_turns`` (the assistant messages before the request), or the
         step ``turn_pattern`` reads from the conversation; a conversation that states no
-        step is no turn of the book (sampled freely).
+        step is no turn of the book (sampled freely). Element references are resolved
+        against the conversation; a turn naming an element the page does not list is
+        sampled freely too, with a warning (the harness is on another page than the
+        candidates expect).
         """
         task = self.find(conversation)
         turn = assistant_turns if self.turn_pattern is None else self._stated_turn(conversation)
         if task is None or turn is None or not 0 <= turn < len(task.turns):
             return None
-        return task.task_id, turn, task.turns[turn]
+        try:
+            candidates = [self._resolve(candidate, conversation) for candidate in task.turns[turn]]
+        except ElementNotFoundError as exc:
+            _log.warning("%s turn %d: %s; sampling freely", task.task_id, turn, exc)
+            return None
+        return task.task_id, turn, candidates
+
+    def _resolve(self, candidate: ScriptedTurn, conversation: str) -> ScriptedTurn:
+        """``candidate`` with each ``{{element:...}}`` replaced by the reference the conversation shows."""
+        if self.element_pattern is None or not _ELEMENT.search(dumped := candidate.model_dump_json()):
+            return candidate
+        folded, prefix = normalize_text(conversation), self.element_pattern
+
+        def reference(match: re.Match[str]) -> str:
+            description = normalize_text(match.group(1))
+            # The description ends where a word ends: value=L must not match value=XL's listing.
+            listed = list(re.finditer(prefix + re.escape(description) + r"(?![\w-])", folded))
+            if not listed:
+                raise ElementNotFoundError(f"the page lists no element {description!r}")
+            return listed[-1].group(1)  # the latest listing: the page as it is now
+
+        return ScriptedTurn.model_validate(_map_strings(json.loads(dumped), lambda text: _ELEMENT.sub(reference, text)))
 
     def _stated_turn(self, conversation: str) -> int | None:
         assert self.turn_pattern is not None
@@ -121,6 +194,16 @@ class ChoiceBook(BaseModel):
             return None
         last = steps[-1]
         return int(last[0] if isinstance(last, tuple) else last) - 1
+
+
+def _map_strings(value: object, change: Callable[[str], str]) -> object:
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [_map_strings(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: _map_strings(item, change) for key, item in value.items()}
+    return value
 
 
 class ChoiceBookError(ValueError):

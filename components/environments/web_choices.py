@@ -7,56 +7,72 @@ browser-use's ``done`` (it accepts ``done`` only as a step's single action). The
 draws among them by its own probabilities, the app's state decides the reward, and
 training can move the draw (``examples/web.yaml``, ``make bench-gui-learning``).
 
-The ``[N]`` indexes browser-use shows are Chromium's DOM node ids, read once off the
-prompts browser-use sent for these pages and kept here. They are NOT fully stable: in a
-fresh browser (every rollout gets one) the same page usually gets them, but in about half
-the rollouts of a benchmark run every id of the page was one higher (``[15]<input
-name=name``), and those rollouts fail whatever the policy draws (docs/environments.md).
-A change to the apps' markup also moves them. The wrong candidate of a turn differs from the
-right one in a few characters of the same token length (a test checks it), so neither is
-favoured before learning.
+Candidates name each element by what browser-use's listing says of it
+(``{{element:<input name=name}}``, components/core/choices.py); the engine writes in the
+``[N]`` the request shows. Those numbers are Chromium's DOM node ids: a fresh browser
+(every rollout gets one) numbers the same page differently from time to time (every id
+one higher, or the results' links three further on), so numbers written here were wrong
+in about half the rollouts, which then failed whatever the policy drew. The wrong
+candidate of a turn differs from the right one in the element or answer it names, the
+same number of tokens once resolved (a test checks it), so neither is favoured before
+learning.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from components.core.choices import element_ref
 from components.environments.webapps import flights, form
 
 Action = dict[str, Any]
 Candidate = dict[str, str]  # a ScriptedTurn (components/core/scripted_turns.py) as task.yaml holds it
 
-# The form (form.py's page): fields, then the size radios in SIZES order, the newsletter
-# box and the submit button.
-_FORM = {"name": 14, "email": 15, "session": 16, "newsletter": 21, "submit": 66}
-_FORM_SIZE = dict(zip(form.SIZES, (17, 18, 19, 20)))
-# Flights (flights.py): the search form on the home page, the results' "Select" links by
-# row, and the booking form reached from the third row's link.
-_FLIGHTS = {"from": 9, "to": 10, "date": 11, "search": 59, "passenger": 329, "confirm": 331}
-_FLIGHTS_ROW_LINK = (222, 232, 242)
+# How browser-use lists each element (its DOM serializer: the tag, then the attributes
+# that identify it; a button or link followed by its text).
+_FORM = {
+    "name": "<input name=name",
+    "email": "<input name=email",
+    "session": "<select name=session",
+    "newsletter": "<input type=checkbox name=newsletter",
+    "submit": "<button /> Submit registration",
+}
+_FORM_SIZE = "<input type=radio name=size value={}"
+_FLIGHTS = {
+    "from": "<select name=from",
+    "to": "<select name=to",
+    "date": "<select name=date",
+    "search": "<button /> Search",
+    "passenger": "<input name=passenger",
+    "confirm": "<button /> Confirm booking",
+}
+_FLIGHTS_ROW_LINK = "<a /> Select {}"  # the results' link of the flight with that code
+# json.dumps quotes a reference; the index browser-use reads is a number.
+_QUOTED_REF = re.compile(r'"(\{\{element:[^"]*\}\})"')
 
 
 def _turn(next_goal: str, actions: list[Action]) -> Candidate:
     """browser-use's ``agent_output``: its schema requires these four fields."""
     output = {"evaluation_previous_goal": "", "memory": "", "next_goal": next_goal, "action": actions}
-    return {"content": json.dumps(output, separators=(",", ":"))}
+    return {"content": _QUOTED_REF.sub(r"\1", json.dumps(output, separators=(",", ":")))}
 
 
 def _done(text: str) -> Candidate:
     return _turn("finish", [{"done": {"text": text, "success": True}}])
 
 
-def _click(index: int) -> Action:
-    return {"click": {"index": index}}
+def _click(element: str) -> Action:
+    return {"click": {"index": element_ref(element)}}
 
 
-def _type(index: int, text: str) -> Action:
-    return {"input": {"index": index, "text": text, "clear": True}}
+def _type(element: str, text: str) -> Action:
+    return {"input": {"index": element_ref(element), "text": text, "clear": True}}
 
 
-def _select(index: int, text: str) -> Action:
-    return {"select_dropdown": {"index": index, "text": text}}
+def _select(element: str, text: str) -> Action:
+    return {"select_dropdown": {"index": element_ref(element), "text": text}}
 
 
 def form_submit(world: form.World) -> list[list[Candidate]]:
@@ -72,7 +88,7 @@ def form_submit(world: form.World) -> list[list[Candidate]]:
             _type(_FORM["name"], world.name),
             _type(_FORM["email"], world.email),
             _select(_FORM["session"], world.session),
-            _click(_FORM_SIZE[size]),
+            _click(_FORM_SIZE.format(size)),
         ]
         return actions + [_click(_FORM["newsletter"] if world.newsletter else _FORM["submit"])]
 
@@ -96,8 +112,8 @@ def _search(world: flights.World) -> list[Candidate]:
 def _cheapest_and_slip(world: flights.World) -> tuple[int, int, list[flights.Flight]]:
     """Rows of the cheapest flight and of the slip (the row after it) in the search results."""
     found = flights.search_results(world, *world.route)
-    if len(found) != len(_FLIGHTS_ROW_LINK):
-        raise ValueError(f"the flights candidates expect {len(_FLIGHTS_ROW_LINK)} results per search, found {len(found)}")
+    if len(found) < 2:
+        raise ValueError(f"the flights candidates need two results or more to offer a slip, found {len(found)}")
     cheapest = min(range(len(found)), key=lambda row: found[row].price)
     return cheapest, (cheapest + 1) % len(found), found
 
@@ -105,9 +121,7 @@ def _cheapest_and_slip(world: flights.World) -> tuple[int, int, list[flights.Fli
 def flights_book(world: flights.World) -> list[list[Candidate]]:
     """Search, select the cheapest (the slip: another row's link), book for the passenger, done."""
     right, wrong, found = _cheapest_and_slip(world)
-    if right != len(_FLIGHTS_ROW_LINK) - 1:
-        raise ValueError("the booking form's indexes were read after the third row's link: the cheapest must be last")
-    pick = [_turn("select the cheapest", [_click(_FLIGHTS_ROW_LINK[row])]) for row in (right, wrong)]
+    pick = [_turn("select the cheapest", [_click(_FLIGHTS_ROW_LINK.format(found[row].code))]) for row in (right, wrong)]
     book = [_type(_FLIGHTS["passenger"], world.passenger), _click(_FLIGHTS["confirm"])]
     return [_search(world), pick, [_turn("book it", book)], [_done(f"Booked {found[right].code}")]]
 
@@ -118,7 +132,7 @@ def flights_cheapest_code(world: flights.World) -> list[list[Candidate]]:
     return [_search(world), [_done(found[right].code), _done(found[wrong].code)]]
 
 
-# Which goals of which app offer candidates; a world the indexes do not fit is refused.
+# Which goals of which app offer candidates.
 CHOICES = {
     ("form", "submit"): form_submit,
     ("flights", "book"): flights_book,

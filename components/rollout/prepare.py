@@ -15,10 +15,13 @@ import math
 import tempfile
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from components.core.choices import ChoiceBook
 from components.core.config import ExperimentConfig
 from components.core.rollout_identity import group_id, make_rollout_id
 from components.core.storage import ArtifactStore, open_store, put_dir, run_layout
+from components.core.validation import join_errors
 from components.rollout.harnesses import get_harness
 from components.rollout.tasks import Task, load_task_set, select_tasks
 
@@ -71,7 +74,8 @@ def prepare_iteration(config: ExperimentConfig, iteration: int, store: ArtifactS
     }
     # Before the plan: a stored plan (what a resumed iteration reuses) implies its book is stored.
     if config.engine.dev_mode == "choice":
-        book = choice_book(chosen, source, get_harness(config.harness.name).choice_turn_pattern)
+        adapter = get_harness(config.harness.name)
+        book = choice_book(chosen, source, adapter.choice_turn_pattern, adapter.choice_element_pattern)
         store.put_bytes(layout.choices(iteration), book.model_dump_json(indent=2).encode())
     store.put_bytes(layout.plan(iteration), json.dumps(plan, indent=2).encode() + b"\n")
     return plan
@@ -81,10 +85,13 @@ class NoChoicesError(ValueError):
     """Choice mode on a task set that offers no choices."""
 
 
-def choice_book(tasks: list[Task], source: str, turn_pattern: str | None = None) -> ChoiceBook:
+def choice_book(
+    tasks: list[Task], source: str, turn_pattern: str | None = None, element_pattern: str | None = None
+) -> ChoiceBook:
     """The engine's book for these tasks; tasks without ``choices`` are left to free sampling.
 
-    ``turn_pattern``: the harness's ``choice_turn_pattern`` (how its requests state the step).
+    ``turn_pattern`` and ``element_pattern``: the harness's ``choice_turn_pattern`` (how its
+    requests state the step) and ``choice_element_pattern`` (how they number page elements).
     """
     entries = [entry for task in tasks if (entry := task.choice_entry()) is not None]
     if not entries:
@@ -92,4 +99,7 @@ def choice_book(tasks: list[Task], source: str, turn_pattern: str | None = None)
             f"engine.dev_mode is 'choice' but none of this iteration's tasks in {source} offers choices: add "
             "`choices:` to their task.yaml (docs/tasks.md, \"Candidate turns\") or set engine.dev_mode: sample"
         )
-    return ChoiceBook(tasks=entries, turn_pattern=turn_pattern)
+    try:
+        return ChoiceBook(tasks=entries, turn_pattern=turn_pattern, element_pattern=element_pattern)
+    except ValidationError as exc:
+        raise NoChoicesError(f"the choices of {source} cannot be used: {join_errors(exc)}") from None

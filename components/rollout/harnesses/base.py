@@ -77,6 +77,10 @@ class HarnessAdapter(ABC):
     # conversation, without assistant turns, names the regex that reads its step (1-based)
     # off the prompt; None: the turn is the number of assistant messages.
     choice_turn_pattern: ClassVar[str | None] = None
+    # A harness that shows the model numbered page elements names the regex of the number
+    # written before an element's description, so candidates can name elements by what
+    # the page says of them (components/core/choices.py); None: they cannot.
+    choice_element_pattern: ClassVar[str | None] = None
 
     @abstractmethod
     def command(self, run: HarnessRun) -> HarnessCommand:

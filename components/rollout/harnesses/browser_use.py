@@ -25,6 +25,8 @@ class BrowserUse(DriverHarness):
     answer_key = "final_result"  # the done action's text
     # Each call holds the task, the history as text and `<step_info>Step3 maximum:5`.
     choice_turn_pattern = r"<step_info>\s*Step\s*(\d+)"
+    # Its element listing: `[14]<input name=name />`, `*[9]<select name=from ...` (* = new).
+    choice_element_pattern = r"\[(\d+)\]"
 
     def command(self, run: HarnessRun) -> HarnessCommand:
         if run.browser_cdp_url is None:

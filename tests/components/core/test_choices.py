@@ -63,6 +63,62 @@ def test_a_turn_pattern_must_capture_the_step(pattern: str, problem: str) -> Non
         ChoiceBook.model_validate({"tasks": [], "turn_pattern": pattern})
 
 
+# browser-use's element listing (its DOM serializer), as two fresh browsers numbered one page.
+BROWSER_USE_ELEMENT = r"\[(\d+)\]"
+PAGE = """Interactive elements:
+[35]<label />
+\tFull name
+\t|SHADOW(open)|[{name}]<input name=name />
+[56]<label />
+\t[{l}]<input type=radio name=size value=L checked=false />
+[62]<label />
+\t[{xl}]<input type=radio name=size value=XL checked=false />
+\tXL
+[66]<button />
+\tSubmit registration
+"""
+
+
+def _element_book() -> ChoiceBook:
+    def fill(size: str) -> dict:
+        name, radio = "{{element:<input name=name}}", "{{element:<input type=radio name=size value=" + size + "}}"
+        return {"content": '{"action":[{"input":{"index":' + name + ',"text":"Kemi"}},{"click":{"index":' + radio + "}}]}"}
+
+    turns = [[fill("L"), fill("XL")],
+             [{"content": '{"click":{"index":{{element:<button />  Submit registration}}}}'}]]
+    return ChoiceBook.model_validate(
+        {"tasks": [{"task_id": "form", "match": LONG, "turns": turns}], "turn_pattern": BROWSER_USE_STEP,
+         "element_pattern": BROWSER_USE_ELEMENT}
+    )
+
+
+@pytest.mark.parametrize(("name", "l", "xl"), [(15, 19, 20), (16, 20, 21), (115, 230, 9)])
+def test_candidates_name_elements_by_what_the_page_lists_whatever_their_numbers(name: int, l: int, xl: int) -> None:
+    """The numbers are the browser's node ids and move between fresh browsers; the
+    candidates follow the page, so the right one stays right."""
+    book = _element_book()
+    request = _browser_use_request(1) + PAGE.format(name=name, l=l, xl=xl)
+    _, _, (right, wrong) = book.candidates(request, 0)
+    assert right.content == f'{{"action":[{{"input":{{"index":{name},"text":"Kemi"}}}},{{"click":{{"index":{l}}}}}]}}'
+    assert wrong.content.endswith(f'{{"click":{{"index":{xl}}}}}]}}')  # value=L did not match XL's listing
+    # A description matches across the listing's line breaks and tabs, and the page as it is now wins.
+    later = _browser_use_request(2) + PAGE.format(name=1, l=2, xl=3) + PAGE.format(name=4, l=5, xl=6).replace("[66]", "[77]")
+    assert book.candidates(later, 0)[2][0].content == '{"click":{"index":77}}'
+
+
+def test_an_element_the_page_does_not_list_leaves_the_turn_to_free_sampling(caplog: pytest.LogCaptureFixture) -> None:
+    request = _browser_use_request(2) + "Interactive elements:\nRegistration received\n"
+    assert _element_book().candidates(request, 0) is None
+    assert "form turn 1: the page lists no element '<button /> Submit registration'" in caplog.text
+
+
+def test_element_references_need_a_harness_that_numbers_elements() -> None:
+    with pytest.raises(ValidationError, match=r"candidates of \['form'\] name page elements.*choice_element_pattern"):
+        ChoiceBook.model_validate(_element_book().model_dump() | {"element_pattern": None})
+    with pytest.raises(ValidationError, match="element_pattern '<x>' needs a group"):
+        ChoiceBook.model_validate({"tasks": [], "element_pattern": "<x>"})
+
+
 @pytest.mark.parametrize(
     ("turns", "problem"),
     [([[]], "offers no candidate"), ([[{"sampled_text": 3}]], "cannot use sampled_text")],

@@ -4,6 +4,7 @@ the state endpoint's guard, and a verifier that cannot judge saying so."""
 from __future__ import annotations
 
 import json
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -11,13 +12,16 @@ from pathlib import Path
 import pytest
 from tests.components.environments._verify import run_verifier
 
+from components.core.choices import ChoiceBook, TaskChoices
 from components.environments import WebTaskError, start_web_task
 from components.environments.web_tasks import SUITE, WebTaskSpec, load_web_spec, task_files, task_id
 from components.environments.webapps import APPS
 from components.environments.webapps.server import TOKEN_HEADER
+from components.rollout.harnesses import get_harness
 from components.rollout.tasks import load_task_set
 
 WEB_TASKS = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "web"
+BROWSER_USE = get_harness("browser-use")
 
 
 def test_checked_in_folders_are_what_the_generator_writes() -> None:
@@ -99,33 +103,69 @@ def test_candidate_turns_are_right_or_make_one_slip() -> None:
         if not task.choices:
             continue
         goal = json.loads((task.task_dir / "goal.json").read_text())
-        assert list(_actions(task.choices[-1][0])[0]) == ["done"]  # browser-use's end, alone in its step
+        assert list(_actions(_resolved(task.choices[-1][0]))[0]) == ["done"]  # browser-use's end, alone in its step
         chosen = [turn for turn in task.choices if len(turn) > 1]
         assert len(chosen) == 1 and len(chosen[0]) == 2, task.id
-        right, wrong = (json.dumps(_actions(c)) for c in chosen[0])
+        right, wrong = (c.content for c in chosen[0])
         if "answer_contains" in goal:
             assert goal["answer_contains"] in right and any(code in wrong for code in goal["answer_excludes"])
         elif "submissions" in goal["state"]:
-            radios = {"S": 17, "M": 18, "L": 19, "XL": 20}  # the form's radios, in the order of its page
-            size = goal["state"]["submissions"][0]["size"]
-            assert f'"index": {radios[size]}}}' in right and f'"index": {radios[size]}}}' not in wrong
-        else:  # the booking: the right link is the cheapest flight's row, the last one for this world
-            assert '"index": 242' in right and '"index": 242' not in wrong
+            radio = "{{element:<input type=radio name=size value=%s}}" % goal["state"]["submissions"][0]["size"]
+            assert radio in right and radio not in wrong
+        else:  # the booking: the right link is the cheapest flight's
+            link = "{{element:<a /> Select %s}}" % goal["state"]["bookings"][0]["flight"]
+            assert link in right and link not in wrong
+
+
+def _page_listing(candidates: list) -> str:
+    """browser-use's listing of every element the candidates name, numbered as a fresh browser might."""
+    described = sorted({d for c in candidates for d in re.findall(r"\{\{element:(.+?)\}\}", c.content)})
+    return "\n".join(f"[{100 + n}]{description} />" for n, description in enumerate(described))
+
+
+def _browser_use_book(tasks: list[TaskChoices]) -> ChoiceBook:
+    return ChoiceBook(
+        tasks=tasks, turn_pattern=BROWSER_USE.choice_turn_pattern, element_pattern=BROWSER_USE.choice_element_pattern
+    )
+
+
+def _resolved_turn(turn: list) -> list:
+    """The turn's candidates as the engine plays them on a page that lists their elements."""
+    book = _browser_use_book([TaskChoices(task_id="t", match="task", turns=[turn])])
+    resolved = book.candidates(f"task <step_info>Step1 maximum:4 {_page_listing(turn)}", 0)[2]
+    assert all("{{element:" not in c.content for c in resolved)
+    return resolved
+
+
+def _resolved(candidate):
+    return _resolved_turn([candidate])[0]
+
+
+def test_a_slip_costs_as_many_tokens_as_the_right_turn_once_its_elements_are_resolved(tiny_model_dir: Path) -> None:
+    """Neither candidate is favoured before learning by being shorter (fewer tokens to be likely)."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    for task in load_task_set(WEB_TASKS):
+        for turn in task.choices or []:
+            if len(turn) > 1:
+                resolved = _resolved_turn(turn)
+                lengths = {len(tokenizer(c.content)["input_ids"]) for c in resolved}
+                assert len(lengths) == 1, (task.id, [c.content for c in resolved])
 
 
 def test_the_choice_book_finds_a_web_task_in_browser_use_requests_whatever_the_port() -> None:
     """The prompt reaches browser-use with {web_url} filled in, a new port per rollout, and
     browser-use states the step instead of sending assistant turns."""
-    from components.core.choices import ChoiceBook
-    from components.rollout.harnesses import get_harness
-
     tasks = [task for task in load_task_set(WEB_TASKS) if task.choices]
-    book = ChoiceBook(tasks=[t.choice_entry() for t in tasks], turn_pattern=get_harness("browser-use").choice_turn_pattern)
+    book = _browser_use_book([t.choice_entry() for t in tasks])
     for task in tasks:
         for port, step in ((41234, 1), (5173, len(task.choices))):
             prompt = task.prompt.replace("{web_url}", f"http://127.0.0.1:{port}")
+            turn = task.choices[step - 1]
             request = (
                 f"<|im_start|>user\n<user_request>\n{prompt}\n</user_request>\n<agent_history>\nAgent initialized\n"
-                f"</agent_history>\n<step_info>Step{step} maximum:4\nToday:2026-12-02</step_info><|im_end|>"
+                f"</agent_history>\n<step_info>Step{step} maximum:4\nToday:2026-12-02</step_info>\n"
+                f"{_page_listing(turn)}<|im_end|>"
             )
-            assert book.candidates(request, 0) == (task.id, step - 1, task.choices[step - 1]), (task.id, port)
+            assert book.candidates(request, 0) == (task.id, step - 1, _resolved_turn(turn)), (task.id, port)
