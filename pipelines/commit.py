@@ -49,7 +49,7 @@ def commit_iteration(config: ExperimentConfig, iteration: int, config_text: str)
         print(f"warning: {len(unreadable)} rollout(s) of iteration {iteration} have no MLflow trace: their "
               f"records cannot be read (first: {first[0]}: {first[1]})", file=sys.stderr, flush=True)  # fmt: skip
     tracker.log_text(config_text, CONFIG_ARTIFACT)
-    link_iteration_in_mlflow(tracker, config.name, iteration)  # the viewer's page of the iteration, from its run
+    link_iteration_in_mlflow(tracker, config.name, iteration, config.tracking.viewer_url)  # the iteration's viewer page, from its run
     tracker.log_summary()
     tracker.log_reward_plot()
     if previous is not None and previous.last_committed_iteration > iteration:

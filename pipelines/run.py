@@ -230,7 +230,7 @@ def _run_iterations(
     console.print(summary_table(logged, config.rollout.samples_per_task, times))
     # soft_wrap: the paths and the command stay on one line, ready to copy.
     console.print(f"Artifacts and checkpoints: {store.root}/{config.name}", soft_wrap=True)
-    console.print(f"See the metrics: {ui_command(config.tracking.uri)}", soft_wrap=True)
+    console.print(f"See the metrics: {ui_command(config.tracking.uri, config.tracking.ui_url)}", soft_wrap=True)
     return logged
 
 

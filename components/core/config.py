@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Literal, get_args
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from components.core.cluster_config import ClusterConfig
 from components.core.trainer_config import TrainerConfig
@@ -212,6 +213,23 @@ class StorageConfig(_Section):
 class TrackingConfig(_Section):
     uri: str = Field("sqlite:///.openforge/mlflow.db", description="MLflow tracking URI.")
     experiment: str | None = Field(None, description="MLflow experiment name (defaults to the config's name).")
+    viewer_url: str = Field(
+        "http://127.0.0.1:8585",
+        description="Where `openforge view CONFIG` serves (its default address) and what the links the commit step "
+        "leaves in MLflow point at.",
+    )
+    ui_url: str | None = Field(
+        None,
+        description="Where MLflow's UI shows this store, for the viewer's links to MLflow runs; unset: the tracking "
+        "URI when it is a server, else `mlflow ui`'s default http://127.0.0.1:5000.",
+    )
+
+    @field_validator("viewer_url", "ui_url")
+    @classmethod
+    def _http(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not (value.startswith(("http://", "https://")) and urlsplit(value).port is not None):
+            raise ValueError(f"tracking.{info.field_name} {value!r} must be http(s)://HOST:PORT, e.g. http://127.0.0.1:8585")
+        return value.rstrip("/") if value else value
 
 
 CheckpointChoice = Literal["base", "latest"]

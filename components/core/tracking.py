@@ -15,6 +15,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from components.core.config import TrackingConfig
 
@@ -43,13 +44,15 @@ def sqlite_path(uri: str) -> Path | None:
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
-def ui_command(tracking_uri: str) -> str:
-    """How to see the metrics: the MLflow UI command for a local store (runs from any directory)."""
+def ui_command(tracking_uri: str, ui_url: str | None = None) -> str:
+    """How to see the metrics: the MLflow UI command for a local store (runs from any directory),
+    serving at ``ui_url`` (``tracking.ui_url``) when given."""
     if tracking_uri.startswith(("http://", "https://")):
         return f"open {tracking_uri}"  # a tracking server is its own UI
     db = sqlite_path(tracking_uri)
     uri = f"sqlite:///{db.resolve()}" if db is not None else tracking_uri
-    return f"mlflow ui --backend-store-uri {uri}"
+    where = "" if ui_url is None else f" --host {urlsplit(ui_url).hostname} --port {urlsplit(ui_url).port}"
+    return f"mlflow ui --backend-store-uri {uri}{where}"
 
 
 class ExperimentTracker:

@@ -40,6 +40,8 @@ class MlflowLinks:
         if self.tracking is None:
             return None
         uri = self.tracking.uri
+        if self.tracking.ui_url is not None:
+            return self.tracking.ui_url
         return uri.rstrip("/") if uri.startswith(("http://", "https://")) else MLFLOW_UI_DEFAULT
 
     def run_link(self, name: str, evaluation: str | None = None) -> RunLink:
@@ -56,7 +58,7 @@ class MlflowLinks:
                 path = self._found.get(run_name) or self._lookup(name, run_name)
         except Exception as exc:  # the link is an extra: the page shows without it, saying why
             return RunLink(None, f"MLflow run: could not be looked up in {escape(self.tracking.uri)} ({escape(repr(exc)[:300])})")
-        serve = "" if self.tracking.uri.startswith(("http://", "https://")) else f" (served by <code>{escape(ui_command(self.tracking.uri))}</code>)"
+        serve = "" if self.tracking.uri.startswith(("http://", "https://")) else f" (served by <code>{escape(ui_command(self.tracking.uri, self.tracking.ui_url))}</code>)"
         if path is None:
             return RunLink(None, f"MLflow run: not logged yet in {escape(self.tracking.uri)}: its commit step logs it")
         url = f"{self.ui_url}/{path}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from components.core.config import TrackingConfig
 from components.core.tracking import REWARD_PLOT, ExperimentTracker, mlflow_metric_name, ui_command
@@ -48,3 +49,13 @@ def test_ui_command_names_an_absolute_database_or_the_server(monkeypatch: pytest
     monkeypatch.chdir(tmp_path)
     assert ui_command("sqlite:///.openforge/mlflow.db") == f"mlflow ui --backend-store-uri sqlite:///{tmp_path}/.openforge/mlflow.db"
     assert ui_command("http://127.0.0.1:5000") == "open http://127.0.0.1:5000"
+    served = ui_command("sqlite:///.openforge/mlflow.db", "http://127.0.0.1:5123")  # tracking.ui_url
+    assert served.endswith("mlflow.db --host 127.0.0.1 --port 5123")
+
+
+@pytest.mark.parametrize("field", ["viewer_url", "ui_url"])
+@pytest.mark.parametrize("value", ["127.0.0.1:8585", "http://127.0.0.1", "ftp://h:1"])
+def test_the_ui_addresses_must_be_http_with_a_port(field: str, value: str) -> None:
+    with pytest.raises(ValidationError, match=f"tracking.{field} .* must be http\\(s\\)://HOST:PORT"):
+        TrackingConfig(**{field: value})
+    assert TrackingConfig(**{field: "http://10.0.0.5:9000/"}).model_dump()[field] == "http://10.0.0.5:9000"

@@ -7,11 +7,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
 import pytest
-from tests.components.viewer._serve import serve_and_get
+from tests.components.viewer._serve import REPO, serve_and_get
 
 from benchmarks.viewer.synth import synth_config, synthesize_iteration
 from components.core.config import TrackingConfig
+from components.core.services import free_port, openforge_argv, start_service
 from components.core.storage import ArtifactStore, open_store
 from components.viewer import links
 from components.viewer._iteration_html import TASKS_PER_PAGE
@@ -90,6 +92,25 @@ def test_the_commit_step_links_each_iteration_to_its_viewer_page_and_the_viewer_
     assert page.status_code == 200 and "quickstart, iteration 0" in page.text
     back = f'href="http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"'
     assert back in page.text and "mlflow ui --backend-store-uri" in page.text
+
+    # An MLflow UI served elsewhere (tracking.ui_url): the link and the command that serves it follow.
+    elsewhere = tracking.model_copy(update={"ui_url": "http://127.0.0.1:5123"})
+    (page,) = serve_and_get(_viewer(open_store(uri), elsewhere), [links.run_path("quickstart")])
+    assert back.replace(":5000/", ":5123/") in page.text and "--host 127.0.0.1 --port 5123" in page.text
+
+
+def test_openforge_view_on_a_config_serves_where_its_tracking_viewer_url_says(tmp_path: Path) -> None:
+    """The commit step's MLflow links point at tracking.viewer_url: the viewer listens there unless told otherwise."""
+    port = free_port()
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        f"name: exp\ntasks: {{source: tasks}}\nstorage: {{uri: 'file://{tmp_path / 'store'}'}}\n"
+        f"tracking: {{uri: 'sqlite:///{tmp_path / 'mlflow.db'}', viewer_url: 'http://127.0.0.1:{port}'}}\n"
+    )
+    argv = openforge_argv("view", str(config))  # no --port: the config's
+    with start_service("viewer", argv, port=port, log_dir=tmp_path / "logs", health_path="/", env={"PYTHONPATH": str(REPO)}):
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=30)
+        assert page.status_code == 200 and "OpenForge" in page.text
 
 
 def test_a_tracking_store_not_made_yet_is_said_and_left_unmade(store: ArtifactStore, tmp_path: Path) -> None:
