@@ -152,8 +152,7 @@ def serve(
 
     Prints one line naming the URL once the model is loaded and the port is listening.
     """
-    # The engine's own lines (choices drawn, failed requests) go to its log.
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    log_to_stderr()
     loaded_script = load_script(script) if script is not None else None
     app = build_app(
         Path(model_dir),
@@ -168,6 +167,16 @@ def serve(
         parsers=parsers,
     )
     _run(_serve_until_signalled(app, host, port))
+
+
+def log_to_stderr() -> None:
+    """The engine's own lines (choices drawn, failed requests) go to its log, at INFO.
+
+    ``force``: a module imported earlier may have configured the root logger already
+    (veRL's core_algos sets it to WARNING), and a warm-started engine is a fork of a
+    process that imported it; without it every draw of choice mode went unlogged there.
+    """
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s", force=True)
 
 
 async def _serve_until_signalled(app: web.Application, host: str, port: int) -> None:

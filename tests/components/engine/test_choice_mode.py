@@ -130,3 +130,19 @@ def test_a_book_and_a_script_together_are_refused(tiny_model_dir: Path, tmp_path
 
     with pytest.raises(EngineStartError, match="exclude each other"):
         build_app(tiny_model_dir, script=Script(turns=[]), choices=ChoiceBook.model_validate(BOOK))
+
+
+def test_draws_are_logged_even_where_an_earlier_import_configured_logging() -> None:
+    """A warm-started engine is a fork of a process that imported veRL, whose core_algos
+    sets the root logger to WARNING: the engine's INFO lines (each draw) must still reach its log."""
+    import subprocess
+    import sys
+
+    code = (
+        "import logging, verl.trainer.ppo.core_algos\n"
+        "from components.engine.server import log_to_stderr\n"
+        "log_to_stderr()\n"
+        "logging.getLogger('openforge.engine.choice').info('choice t turn 0: drew 1 of 2')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    assert "openforge.engine.choice choice t turn 0: drew 1 of 2" in result.stderr, result.stderr[-2000:]
