@@ -25,7 +25,7 @@ import re
 from typing import Any
 
 from components.core.choices import element_ref
-from components.environments.webapps import flights, form
+from components.environments.webapps import flights, form, shop
 
 Action = dict[str, Any]
 Candidate = dict[str, str]  # a ScriptedTurn (components/core/scripted_turns.py) as task.yaml holds it
@@ -49,6 +49,13 @@ _FLIGHTS = {
     "confirm": "<button /> Confirm booking",
 }
 _FLIGHTS_ROW_LINK = "<a /> Select {}"  # the results' link of the flight with that code
+_SHOP = {
+    "qty": "<input name=qty",
+    "add": "<button /> Add to cart",
+    "name": "<input name=name",
+    "order": "<button /> Place order",
+}
+_SHOP_ITEM_LINK = "<a /> {}"  # the catalogue's link of the product with that name
 # json.dumps quotes a reference; the index browser-use reads is a number.
 _QUOTED_REF = re.compile(r'"(\{\{element:[^"]*\}\})"')
 
@@ -132,8 +139,21 @@ def flights_cheapest_code(world: flights.World) -> list[list[Candidate]]:
     return [_search(world), [_done(found[right].code), _done(found[wrong].code)]]
 
 
+def shop_checkout(world: shop.World) -> list[list[Candidate]]:
+    """Open the cheapest product of the kind (the slip: the next cheapest), add the quantity
+    to the cart, order under the buyer's name, done."""
+    kind = sorted((item for item in world.items if item.kind == world.target_kind), key=lambda item: item.cents)
+    if len(kind) < 2:
+        raise ValueError(f"the shop candidates need two {world.target_kind} products or more to offer a slip")
+    pick = [_turn("open the cheapest", [_click(_SHOP_ITEM_LINK.format(item.name))]) for item in kind[:2]]
+    add = [_type(_SHOP["qty"], str(world.qty)), _click(_SHOP["add"])]
+    order = [_type(_SHOP["name"], world.buyer), _click(_SHOP["order"])]
+    return [pick, [_turn("add to the cart", add)], [_turn("check out", order)], [_done(f"Ordered {world.qty}")]]
+
+
 # Which goals of which app offer candidates.
 CHOICES = {
+    ("shop", "checkout"): shop_checkout,
     ("form", "submit"): form_submit,
     ("flights", "book"): flights_book,
     ("flights", "cheapest-code"): flights_cheapest_code,
