@@ -73,6 +73,11 @@ class TrainerConfig(_Section):
         16384, gt=0, description="Largest packed micro-batch (tokens) one GPU computes log-probs on."
     )
     lora: LoraConfig = Field(default_factory=LoraConfig)
+    freeze_vision_tower: bool = Field(
+        False,
+        description="A vision-language policy: train the language model only, the vision tower's weights kept as "
+        "they are (the CPU update; docs/trainer.md, 'Images (GUI agents)').",
+    )
     rollout_correction: RolloutCorrectionConfig = Field(default_factory=RolloutCorrectionConfig)
     overrides: list[str] = Field(
         default_factory=list,
@@ -94,6 +99,16 @@ class TrainerConfig(_Section):
     def _lora_needs_verl(self) -> "TrainerConfig":
         if self.lora.enabled and self.backend != "verl":
             raise ValueError("trainer.lora.rank > 0 needs trainer.backend 'verl' (the CPU update trains full weights)")
+        return self
+
+    @model_validator(mode="after")
+    def _freezing_is_the_cpu_updates(self) -> "TrainerConfig":
+        if self.freeze_vision_tower and self.backend == "verl":
+            raise ValueError(
+                "trainer.freeze_vision_tower needs trainer.backend 'cpu': veRL's workers declare "
+                "actor.freeze_vision_tower but do not apply it, so the tower would train anyway; unset it to "
+                "train the whole model with veRL"
+            )
         return self
 
     @model_validator(mode="after")

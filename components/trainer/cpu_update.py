@@ -189,6 +189,26 @@ def _epoch(
     return {**sums, "grad_norm": float(grad_norm), **gap}
 
 
+# Where vision-language models keep their vision tower (Qwen2/2.5-VL: model.visual).
+_TOWER_NAMES = ("visual", "vision_tower", "vision_model")
+
+
+def freeze_vision_tower(model: Any) -> int:
+    """Keep the vision tower's weights out of the update; returns how many it froze.
+
+    Frozen weights get no gradient, so AdamW leaves them (and their moments) untouched
+    and the checkpoint carries the tower as it was.
+    """
+    towers = [module for name, module in model.named_modules() if name.rsplit(".", 1)[-1] in _TOWER_NAMES]
+    if not towers:
+        raise UpdateError(
+            f"trainer.freeze_vision_tower is set but the policy ({type(model).__name__}) has no vision tower: "
+            "unset it for a text model"
+        )
+    towers[0].requires_grad_(False)
+    return sum(param.numel() for param in towers[0].parameters())
+
+
 def build_optimizer(model: Any, algorithm: AlgorithmConfig, state: dict | None = None) -> Any:
     """veRL's AdamW for ``model``, resuming ``state`` (the previous iteration's) when given.
 

@@ -14,7 +14,7 @@ from components.core.storage import ArtifactStore, RunLayout
 from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
 from components.trainer.batch import build_batch
 from components.trainer.checkpoint import load_optimizer_state, save_checkpoint
-from components.trainer.cpu_update import build_optimizer, cpu_update
+from components.trainer.cpu_update import build_optimizer, cpu_update, freeze_vision_tower
 from components.trainer.guards import check_trainable, check_usable
 from components.trainer.inputs import parse_rewards, store_images, store_trajectories
 from components.trainer.row_images import RowVision
@@ -75,6 +75,8 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
         else:
             loader = AutoModelForCausalLM if vision is None else AutoModelForImageTextToText
             model = loader.from_pretrained(work / "base", dtype=torch.float32)
+            if config.trainer.freeze_vision_tower:
+                metrics["train/frozen_params"] = float(freeze_vision_tower(model))
             optimizer = build_optimizer(model, config.algorithm, load_optimizer_state(work / "base"))
             metrics.update(cpu_update(model, data, config.algorithm, seed=config.seed, optimizer=optimizer))
             next_dir = save_checkpoint(model, work / "base", work / "next", info, optimizer)

@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 # (harness, task, the fixture its packages need, model calls per rollout). browser-use's
 # random answers never parse: one call. cua-agent plays the task's candidate turns (choice
 # mode, examples/desktop.yaml) and needs all three to reach its verifier.
+# The desktop run trains the language model only (trainer.freeze_vision_tower), the web run all of it.
+FROZEN_TOWER = {"web": False, "desktop": True}
 GUI = {
     "web": ("browser-use", REPO / "examples" / "tasks" / "web" / "web-form-submit-1", "chromium_ready", 1),
     "desktop": ("cua-agent", REPO / "examples" / "tasks" / "desktop" / "desktop-terminal-file", "desktop_ready", 4),
@@ -49,6 +51,7 @@ def _config(example_name: str, work: Path) -> ExperimentConfig:
             "model": example.model.model_copy(update={"tiny_vision": True}),
             "tasks": example.tasks.model_copy(update={"source": str(work / "tasks"), "per_iteration": 1}),
             "harness": example.harness.model_copy(update={"max_turns": max_turns}),
+            "trainer": example.trainer.model_copy(update={"freeze_vision_tower": FROZEN_TOWER[example_name]}),
             "storage": example.storage.model_copy(update={"uri": f"file://{work / 'store'}"}),
             "tracking": example.tracking.model_copy(update={"uri": f"sqlite:///{work / 'mlflow.db'}"}),
         }

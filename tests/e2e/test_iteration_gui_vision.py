@@ -1,7 +1,8 @@
 """GUI iterations with a vision-language policy (``model.tiny_vision``): browser-use on a
 web task (examples/web.yaml) and cua-agent on a desktop task (examples/desktop.yaml). Their
 screenshots reach the tiny Qwen2-VL as pixels, the batch carries each row's images, the
-CPU update trains the vision tower with the rest, and the committed checkpoint serves.
+CPU update trains the vision tower with the rest (web) or keeps it frozen (desktop,
+``trainer.freeze_vision_tower``), and the committed checkpoint serves.
 
 The same reward stand-in as test_iteration_web.py: the task's verifier judges, plus noise
 below 0.01 so the group's two rollouts differ and the update runs."""
@@ -20,10 +21,11 @@ from components.core.trajectory import RecordedCall
 from tests._servers import start_dev_engine
 from tests._vision_prompts import processor_prompt_ids
 from tests.components.proxy._images import data_url, png
-from tests.e2e._gui_runs import GUI
+from tests.e2e._gui_runs import FROZEN_TOWER, GUI
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a whole iteration (Chromium or a desktop, ~12k-token VL rows); 170 s in CI, 300+ s on loaded cores
 @pytest.mark.parametrize("example_name", list(GUI))
 def test_a_gui_iteration_trains_a_vision_language_policy_on_its_screenshots(
     example_name: str, tmp_path: Path, gui_vl_run, request: pytest.FixtureRequest
@@ -60,12 +62,17 @@ def test_a_gui_iteration_trains_a_vision_language_policy_on_its_screenshots(
     for row, row_inputs in enumerate(inputs):
         assert int((row_inputs["image_grid_thw"].prod(-1) // 4).sum()) == int((batch.batch["input_ids"][row] == pad).sum()) > 0
 
-    # Checkpoint 1: a Qwen2-VL with its vision tower trained and its processor carried over.
+    # Checkpoint 1: a Qwen2-VL with its vision tower trained or kept (trainer.freeze_vision_tower,
+    # as the run's config says), its language model trained, its processor carried over.
     get_dir(store, layout.checkpoint(1), tmp_path / "ckpt1")
     before, after = (load_file(tmp_path / f"ckpt{v}" / "model.safetensors") for v in (0, 1))
+    assert set(before) == set(after) and any("visual" in name for name in after)  # the tower is in the checkpoint
     moved = [name for name in after if not torch.equal(before[name], after[name])]
     # (saved under HF's checkpoint names: the language model's layers as model.layers.*)
-    assert any("visual" in name for name in moved) and any(n.startswith("model.layers.") for n in moved), moved[:5]
+    assert any(n.startswith("model.layers.") for n in moved), moved[:5]
+    frozen = config.trainer.freeze_vision_tower
+    assert frozen == FROZEN_TOWER[example_name] and (metrics.get("train/frozen_params", 0) > 0) == frozen, metrics
+    assert any("visual" in name for name in moved) != frozen, moved[:5]
     assert (tmp_path / "ckpt1" / "preprocessor_config.json").read_bytes() == (tmp_path / "ckpt0" / "preprocessor_config.json").read_bytes()
 
     # The next iteration's engine serves it: a screenshot in, its vision tokens in the prompt.

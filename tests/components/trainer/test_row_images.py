@@ -86,7 +86,7 @@ def test_recorded_prompt_ids_are_the_processors_expansion_of_the_rebuilt_request
         assert call.prompt_token_ids == processor_prompt_ids(call, out / "images", tiny_vl_model_dir), call.call_index
 
 
-def test_the_batch_carries_each_rows_images_and_the_cpu_update_rescores_and_trains_the_vision_tower(
+def test_the_batch_carries_each_rows_images_and_the_cpu_update_rescores_and_trains_the_vision_tower_unless_frozen(
     recorded: tuple[Path, dict[str, list[RecordedCall]]], tiny_vl_model_dir: Path
 ) -> None:
     import torch
@@ -94,7 +94,7 @@ def test_the_batch_carries_each_rows_images_and_the_cpu_update_rescores_and_trai
 
     from components.core.config import AlgorithmConfig
     from components.trainer.batch import build_batch
-    from components.trainer.cpu_update import cpu_update
+    from components.trainer.cpu_update import build_optimizer, cpu_update, freeze_vision_tower
     from components.trainer.row_images import RowVision
 
     out, calls = recorded
@@ -117,6 +117,29 @@ def test_the_batch_carries_each_rows_images_and_the_cpu_update_rescores_and_trai
     changed = {name for name, p in model.named_parameters() if not torch.equal(p, before[name])}
     assert any(name.startswith("model.visual.") for name in changed), sorted(changed)[:5]
     assert any(name.startswith("model.language_model.") for name in changed)
+
+    # trainer.freeze_vision_tower: the same update leaves the tower as it was.
+    model = AutoModelForImageTextToText.from_pretrained(tiny_vl_model_dir, dtype=torch.float32)
+    frozen = freeze_vision_tower(model)
+    assert frozen == sum(p.numel() for name, p in model.named_parameters() if name.startswith("model.visual."))
+    cpu_update(model, data, algorithm, seed=0, optimizer=build_optimizer(model, algorithm))
+    changed = {name for name, p in model.named_parameters() if not torch.equal(p, before[name])}
+    assert changed and not any(name.startswith("model.visual.") for name in changed), sorted(changed)[:5]
+
+
+def test_freezing_a_vision_tower_is_refused_where_there_is_none_or_where_it_would_not_hold(tiny_model_dir: Path) -> None:
+    import torch
+    from pydantic import ValidationError
+    from transformers import AutoModelForCausalLM
+
+    from components.core.trainer_config import TrainerConfig
+    from components.trainer.cpu_update import UpdateError, freeze_vision_tower
+
+    text_model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    with pytest.raises(UpdateError, match="has no vision tower: unset it for a text model"):
+        freeze_vision_tower(text_model)
+    with pytest.raises(ValidationError, match="do not apply it, so the tower would train anyway"):
+        TrainerConfig(backend="verl", freeze_vision_tower=True)
 
 
 def test_a_row_whose_images_do_not_match_its_tokens_is_left_out_with_its_reason(
