@@ -39,6 +39,9 @@ async def run(settings: dict) -> dict:
         message_compaction=False,  # summarising calls to the model that are no step either
         calculate_cost=False,  # would fetch a price list from outside
         enable_signal_handler=False,  # the runner stops it by killing its session
+        # The runner has opened the task's page already; browser-use would load it a second
+        # time, and its element numbers (Chromium node ids) then differed between browsers.
+        directly_open_url=False,
     )
     history = await agent.run(max_steps=settings["max_steps"])
     return {
