@@ -4,24 +4,21 @@ the state endpoint's guard, and a verifier that cannot judge saying so."""
 from __future__ import annotations
 
 import json
-import re
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
+from tests._choice_pages import browser_use_book, page_listing, resolved_turn
 from tests.components.environments._verify import run_verifier
 
-from components.core.choices import ChoiceBook, TaskChoices
 from components.environments import WebTaskError, start_web_task
 from components.environments.web_tasks import SUITE, WebTaskSpec, load_web_spec, task_files, task_id
 from components.environments.webapps import APPS, shop
 from components.environments.webapps.server import TOKEN_HEADER
-from components.rollout.harnesses import get_harness
 from components.rollout.tasks import load_task_set
 
 WEB_TASKS = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "web"
-BROWSER_USE = get_harness("browser-use")
 
 
 def test_checked_in_folders_are_what_the_generator_writes() -> None:
@@ -118,48 +115,15 @@ def test_candidate_turns_are_right_or_make_one_slip() -> None:
             assert link in right and link not in wrong
 
 
-def _page_listing(candidates: list) -> str:
-    """browser-use's listing of every element the candidates name, numbered as a fresh browser might."""
-    described = sorted({d for c in candidates for d in re.findall(r"\{\{element:(.+?)\}\}", c.content)})
-    return "\n".join(f"[{100 + n}]{description} />" for n, description in enumerate(described))
-
-
-def _browser_use_book(tasks: list[TaskChoices]) -> ChoiceBook:
-    return ChoiceBook(
-        tasks=tasks, turn_pattern=BROWSER_USE.choice_turn_pattern, element_pattern=BROWSER_USE.choice_element_pattern
-    )
-
-
-def _resolved_turn(turn: list) -> list:
-    """The turn's candidates as the engine plays them on a page that lists their elements."""
-    book = _browser_use_book([TaskChoices(task_id="t", match="task", turns=[turn])])
-    resolved = book.candidates(f"task <step_info>Step1 maximum:4 {_page_listing(turn)}", 0)[2]
-    assert all("{{element:" not in c.content for c in resolved)
-    return resolved
-
-
 def _resolved(candidate):
-    return _resolved_turn([candidate])[0]
-
-
-def test_a_slip_costs_as_many_tokens_as_the_right_turn_once_its_elements_are_resolved(tiny_model_dir: Path) -> None:
-    """Neither candidate is favoured before learning by being shorter (fewer tokens to be likely)."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    for task in load_task_set(WEB_TASKS):
-        for turn in task.choices or []:
-            if len(turn) > 1:
-                resolved = _resolved_turn(turn)
-                lengths = {len(tokenizer(c.content)["input_ids"]) for c in resolved}
-                assert len(lengths) == 1, (task.id, [c.content for c in resolved])
+    return resolved_turn([candidate])[0]
 
 
 def test_the_choice_book_finds_a_web_task_in_browser_use_requests_whatever_the_port() -> None:
     """The prompt reaches browser-use with {web_url} filled in, a new port per rollout, and
     browser-use states the step instead of sending assistant turns."""
     tasks = [task for task in load_task_set(WEB_TASKS) if task.choices]
-    book = _browser_use_book([t.choice_entry() for t in tasks])
+    book = browser_use_book([t.choice_entry() for t in tasks])
     for task in tasks:
         for port, step in ((41234, 1), (5173, len(task.choices))):
             prompt = task.prompt.replace("{web_url}", f"http://127.0.0.1:{port}")
@@ -167,6 +131,6 @@ def test_the_choice_book_finds_a_web_task_in_browser_use_requests_whatever_the_p
             request = (
                 f"<|im_start|>user\n<user_request>\n{prompt}\n</user_request>\n<agent_history>\nAgent initialized\n"
                 f"</agent_history>\n<step_info>Step{step} maximum:4\nToday:2026-12-02</step_info>\n"
-                f"{_page_listing(turn)}<|im_end|>"
+                f"{page_listing(turn)}<|im_end|>"
             )
-            assert book.candidates(request, 0) == (task.id, step - 1, _resolved_turn(turn)), (task.id, port)
+            assert book.candidates(request, 0) == (task.id, step - 1, resolved_turn(turn)), (task.id, port)

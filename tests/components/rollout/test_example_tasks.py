@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests._choice_pages import resolved_turn
+
 from components.core.config import load_config
 from components.rollout.runner import verdict
 from components.rollout.tasks import Task, load_task, load_task_set
@@ -83,7 +85,8 @@ def _tasks_with_choices() -> list[Path]:
 @pytest.mark.parametrize("task_dir", _tasks_with_choices(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_candidates_of_a_turn_cost_the_tiny_model_the_same_tokens(task_dir: Path) -> None:
     """A random model gives each token about 1/4096: one token more makes a candidate ~e^8
-    times less likely, and the choice would be decided before any learning."""
+    times less likely, and the choice would be decided before any learning. Counted as the
+    engine plays them: a web task's element references resolved (tests/_choice_pages.py)."""
     from components.engine._chat_render import scripted_reply_ids
     from components.engine._tokenizer_build import build_tokenizer
     from components.rollout.reference_harness import SHELL_TOOL
@@ -91,6 +94,7 @@ def test_candidates_of_a_turn_cost_the_tiny_model_the_same_tokens(task_dir: Path
     tokenizer = build_tokenizer()
     task = load_task(task_dir)
     for index, candidates in enumerate(task.choices):
+        candidates = resolved_turn(candidates)  # as the engine plays them: page elements by number
         lengths = [
             len(scripted_reply_ids(tokenizer, [{"role": "user", "content": task.prompt}], [SHELL_TOOL], c.as_message([SHELL_TOOL])))
             for c in candidates
