@@ -179,7 +179,7 @@ class ChoiceBook(BaseModel):
 
         def reference(match: re.Match[str]) -> str:
             description = normalize_text(match.group(1))
-            # The description ends where a word ends: value=L must not match value=XL's listing.
+            # The description ends where a word ends: value=X must not match value=XL's listing.
             listed = list(re.finditer(prefix + re.escape(description) + r"(?![\w-])", folded))
             if not listed:
                 raise ElementNotFoundError(f"the page lists no element {description!r}")
