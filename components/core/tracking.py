@@ -51,8 +51,10 @@ def ui_command(tracking_uri: str, ui_url: str | None = None) -> str:
         return f"open {tracking_uri}"  # a tracking server is its own UI
     db = sqlite_path(tracking_uri)
     uri = f"sqlite:///{db.resolve()}" if db is not None else tracking_uri
-    where = "" if ui_url is None else f" --host {urlsplit(ui_url).hostname} --port {urlsplit(ui_url).port}"
-    return f"mlflow ui --backend-store-uri {uri}{where}"
+    if ui_url is None:
+        return f"mlflow ui --backend-store-uri {uri}"
+    served = urlsplit(ui_url)
+    return f"mlflow ui --backend-store-uri {uri} --host {served.hostname} --port {served.port}"
 
 
 class ExperimentTracker:
