@@ -16,6 +16,14 @@ in about half the rollouts, which then failed whatever the policy drew. The wron
 candidate of a turn differs from the right one in the element or answer it names, the
 same number of tokens once resolved (a test checks it), so neither is favoured before
 learning.
+
+The numbers also make poor things to learn: the right click is ``225`` in one rollout and
+``226`` in the next, so raising the first taught the policy nothing it could use again
+(in a browser-use run the right candidate's probability fell from 0.67 to 0.47 over
+iterations whose groups rewarded it). So each candidate's ``next_goal`` says what it
+picks in words that do not move between browsers: the flight's code, the size's place in
+the form's list, the product's rank by price. They come before the action in the
+candidate, so the policy's draw is mostly learned there.
 """
 
 from __future__ import annotations
@@ -99,7 +107,10 @@ def form_submit(world: form.World) -> list[list[Candidate]]:
         ]
         return actions + [_click(_FORM["newsletter"] if world.newsletter else _FORM["submit"])]
 
-    turns = [[_turn("fill in the form", fill(world.size)), _turn("fill in the form", fill(wrong_size))]]
+    def goal(size: str) -> str:  # the size's place in the list: "XL" costs more tokens than "M"
+        return f"fill in the form, size option {form.SIZES.index(size) + 1}"
+
+    turns = [[_turn(goal(size), fill(size)) for size in (world.size, wrong_size)]]
     if world.newsletter:
         turns.append([_turn("submit", [_click(_FORM["submit"])])])
     return turns + [[_done(f"Registered {world.name}")]]
@@ -128,7 +139,9 @@ def _cheapest_and_slip(world: flights.World) -> tuple[int, int, list[flights.Fli
 def flights_book(world: flights.World) -> list[list[Candidate]]:
     """Search, select the cheapest (the slip: another row's link), book for the passenger, done."""
     right, wrong, found = _cheapest_and_slip(world)
-    pick = [_turn("select the cheapest", [_click(_FLIGHTS_ROW_LINK.format(found[row].code))]) for row in (right, wrong)]
+    pick = [
+        _turn(f"select flight {found[row].code}", [_click(_FLIGHTS_ROW_LINK.format(found[row].code))]) for row in (right, wrong)
+    ]
     book = [_type(_FLIGHTS["passenger"], world.passenger), _click(_FLIGHTS["confirm"])]
     return [_search(world), pick, [_turn("book it", book)], [_done(f"Booked {found[right].code}")]]
 
@@ -145,7 +158,8 @@ def shop_checkout(world: shop.World) -> list[list[Candidate]]:
     kind = sorted((item for item in world.items if item.kind == world.target_kind), key=lambda item: item.cents)
     if len(kind) < 2:
         raise ValueError(f"the shop candidates need two {world.target_kind} products or more to offer a slip")
-    pick = [_turn("open the cheapest", [_click(_SHOP_ITEM_LINK.format(item.name))]) for item in kind[:2]]
+    # The rank, not the name: names differ in length, ranks are one digit each.
+    pick = [_turn(f"open product {rank} by price", [_click(_SHOP_ITEM_LINK.format(item.name))]) for rank, item in enumerate(kind[:2], 1)]
     add = [_type(_SHOP["qty"], str(world.qty)), _click(_SHOP["add"])]
     order = [_type(_SHOP["name"], world.buyer), _click(_SHOP["order"])]
     return [pick, [_turn("add to the cart", add)], [_turn("check out", order)], [_done(f"Ordered {world.qty}")]]

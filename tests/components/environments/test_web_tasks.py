@@ -119,6 +119,32 @@ def _resolved(candidate):
     return resolved_turn([candidate])[0]
 
 
+def test_the_right_candidate_and_the_slip_differ_in_words_not_only_in_element_numbers() -> None:
+    """Element numbers move between browsers: what a policy learns of them it cannot use
+    again, so the candidates' ``next_goal`` must already tell them apart."""
+    for task in load_task_set(WEB_TASKS):
+        for turn in (t for t in task.choices if len(t) > 1):
+            goals = [json.loads(_resolved(c).content)["next_goal"] for c in turn]
+            answers = [json.dumps(_actions(_resolved(c))) for c in turn if "done" in _actions(_resolved(c))[0]]
+            assert len(set(goals)) == len(goals) or len(set(answers)) == len(turn), (task.id, goals)
+
+
+def test_every_candidate_fits_the_example_configs_max_tokens() -> None:
+    """The engine cuts a candidate at ``max_tokens`` (docs/engine.md), and browser-use cannot
+    parse a cut JSON: the longest, its elements numbered with four digits, must fit."""
+    from components.core.config import load_config
+    from components.engine._tokenizer_build import build_tokenizer
+
+    limit = load_config(WEB_TASKS.parents[1] / "web.yaml").harness.max_tokens
+    tokenizer = build_tokenizer()
+    for task in load_task_set(WEB_TASKS):
+        for turn in task.choices:
+            for candidate in turn:
+                four_digits = candidate.content.count("{{element:")  # page_listing numbers with three
+                cost = len(tokenizer.encode(_resolved(candidate).content, add_special_tokens=False)) + four_digits + 1
+                assert cost <= limit, f"{task.id}: a candidate of {cost} tokens (end included), max_tokens {limit}"
+
+
 def test_the_choice_book_finds_a_web_task_in_browser_use_requests_whatever_the_port() -> None:
     """The prompt reaches browser-use with {web_url} filled in, a new port per rollout, and
     browser-use states the step instead of sending assistant turns."""
