@@ -28,6 +28,7 @@ from hera.workflows import (
     Container,
     Env,
     Parameter,
+    Resource,
     S3Artifact,
     SecretEnvFrom,
     Task,
@@ -40,6 +41,7 @@ from hera.workflows import models as m
 from components.core.config import CONFIG_ENV, ExperimentConfig
 from components.core.storage import RunLayout, run_layout
 from pipelines import pod_specs
+from pipelines.ray_job import ray_job_template
 from pipelines.steps import STEPS, StepSpec
 from pipelines.steps._spec import ITERATION, Artifact
 from pipelines.steps.prepare import NEXT
@@ -303,6 +305,13 @@ def _generate_dag(config: ExperimentConfig) -> DAG:
     )
 
 
+def _final_step(config: ExperimentConfig, step: str) -> Container | Resource:
+    if step == "train" and config.trainer.nnodes > 1:
+        return ray_job_template(config)  # a Ray cluster of nnodes pods, not one pod
+    # The report step is sized like commit: both read small files and talk to MLflow.
+    return _storage_step(config, step, sized_as="commit" if step == "report" else "")
+
+
 def iteration_templates(config: ExperimentConfig) -> list[Any]:
     """Every template one iteration needs, DAGs first (a bounded workflow reuses them all).
 
@@ -314,11 +323,7 @@ def iteration_templates(config: ExperimentConfig) -> list[Any]:
         _prepare_template(config),
         _serve_template(config),
         _rollout_template(config),
-        # The report step is sized like commit: both read small files and talk to MLflow.
-        *(
-            _storage_step(config, step, sized_as="commit" if step == "report" else "")
-            for step in ("score", *_final_steps(evaluation))
-        ),
+        *(_final_step(config, step) for step in ("score", *_final_steps(evaluation))),
     ]
     if not evaluation:
         steps.append(_exit_handler(config))

@@ -87,6 +87,12 @@ def run_experiment(
 
     if config.evaluation is not None:
         raise RunError("this config has an `evaluation` section: that is for `openforge eval`; remove it to train")
+    if config.trainer.nnodes > 1:
+        # Its train step creates a KubeRay RayJob (pipelines/ray_job.py), which only a cluster runs.
+        raise RunError(
+            f"trainer.nnodes {config.trainer.nnodes} trains across nodes on a KubeRay RayJob: submit it to a cluster "
+            "(openforge deploy/submit, docs/trainer.md 'Training across nodes'); on this machine set trainer.nnodes: 1"
+        )
     with local_executor(config, workdir, programs, warm_start, runtime) as options:
         return _run_iterations(config, iterations, console or Console(), workdir, options)
 

@@ -185,6 +185,17 @@ class ClusterConfig(_Section):
         None, description="Argo Server URL for deploy/submit/status (env ARGO_SERVER takes precedence)."
     )
     cron: CronConfig = Field(default_factory=CronConfig)
+    train_shared_claim: str | None = Field(
+        None,
+        description="PersistentVolumeClaim (ReadWriteMany) every node of a multi-node train step mounts: veRL's "
+        "workers load the checkpoint from it and save their shards to it. Needed when trainer.nnodes > 1 "
+        "(docs/trainer.md, 'Training across nodes').",
+    )
+    rayjob_service_account: str = Field(
+        "openforge-rayjob",
+        description="Service account of the train step when it creates a KubeRay RayJob (trainer.nnodes > 1): "
+        "the one that may create RayJobs, which no other step's pod may.",
+    )
 
     def train_image(self, backend: str) -> str:
         """The train step's image: ``trainer_image``, else the runtime (cpu) or its trainer sibling (verl)."""
@@ -198,10 +209,15 @@ class ClusterConfig(_Section):
             return self.rollout_image
         return self.image if harness == "reference" else sibling_image(self.image, suffix=f"-{harness}")
 
-    @field_validator("namespace", "service_account", "storage_secret")
+    @field_validator("namespace", "service_account", "storage_secret", "rayjob_service_account")
     @classmethod
     def _names(cls, value: str) -> str:
         return _k8s_name(value, "name")
+
+    @field_validator("train_shared_claim")
+    @classmethod
+    def _claim(cls, value: str | None) -> str | None:
+        return None if value is None else _k8s_name(value, "PersistentVolumeClaim")
 
     @field_validator("image", "proxy_image", "engine_image", "trainer_image", "rollout_image")
     @classmethod

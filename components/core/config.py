@@ -305,6 +305,17 @@ class ExperimentConfig(_Section):
         return self
 
     @model_validator(mode="after")
+    def _nodes_share_a_volume(self) -> "ExperimentConfig":
+        # Every node's workers read the checkpoint and write their shards at the driver's paths.
+        if self.trainer.nnodes > 1 and self.cluster.train_shared_claim is None:
+            raise ValueError(
+                f"trainer.nnodes {self.trainer.nnodes} trains across nodes, whose workers must see one folder: "
+                "set cluster.train_shared_claim to a ReadWriteMany PersistentVolumeClaim (docs/trainer.md, "
+                "'Training across nodes')"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _row_limits_fit_the_engine(self) -> "ExperimentConfig":
         # A limit above the context length never binds: it would promise rows the engine cannot serve.
         context = self.engine.max_model_len

@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 # key=value, +key=value (add), ~key (delete), ++key=value (force): Hydra's override grammar.
 _OVERRIDE = re.compile(r"^(\+\+|\+|~)?[A-Za-z_][\w.\-]*(=.*)?$", re.DOTALL)
+# Where the train step keeps its work (the checkpoint it starts from, the batch, the shards):
+# on a multi-node train step, a folder every node mounts at the same path (docs/trainer.md).
+TRAIN_WORK_DIR_ENV = "OPENFORGE_TRAIN_WORK_DIR"
 
 
 class _Section(BaseModel):
@@ -108,6 +111,15 @@ class TrainerConfig(_Section):
                 "trainer.freeze_vision_tower needs trainer.backend 'cpu': veRL's workers declare "
                 "actor.freeze_vision_tower but do not apply it, so the tower would train anyway; unset it to "
                 "train the whole model with veRL"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _nodes_are_verls(self) -> "TrainerConfig":
+        if self.nnodes > 1 and self.backend != "verl":
+            raise ValueError(
+                f"trainer.nnodes {self.nnodes} needs trainer.backend 'verl': the CPU update is one process; "
+                "set trainer.nnodes: 1 or trainer.backend: verl"
             )
         return self
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -11,6 +12,7 @@ from pathlib import Path
 from components.core.config import ExperimentConfig
 from components.core.metrics import merge_metrics, read_metrics
 from components.core.storage import ArtifactStore, RunLayout
+from components.core.trainer_config import TRAIN_WORK_DIR_ENV
 from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
 from components.trainer.batch import build_batch
 from components.trainer.checkpoint import load_optimizer_state, save_checkpoint
@@ -40,7 +42,7 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
     records = parse_rewards(raw, f"{store.root}/{rewards_key}")
     reasons = json.loads(raw).get("unusable_reasons") or {}
     check_usable(records, config.rollout.min_usable_fraction, rewards_key, reasons)
-    with tempfile.TemporaryDirectory(prefix="openforge-train-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="openforge-train-", dir=os.environ.get(TRAIN_WORK_DIR_ENV)) as tmp:
         work = Path(tmp)
         (work / "calls").mkdir()
         calls = store_trajectories(store, layout, iteration, [r.rollout_id for r in records if r.usable], work / "calls")

@@ -54,14 +54,19 @@ def _make_strict(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=4)
-def _validators(path: Path) -> dict[str, Draft202012Validator]:
+def strict_definitions(path: Path) -> dict[str, Any]:
+    """The strict schema's definitions (Kubernetes' types among them, which the resource check reuses)."""
     if not path.is_file():
         raise SchemaUnavailable(
             f"Argo's JSON schema is not at {path}; pass --schema PATH, or leave it out for the one "
             f"the project ships ({default_schema_path()})"
         )
-    strict = _make_strict(json.loads(path.read_text()))
-    definitions = strict["definitions"]
+    return _make_strict(json.loads(path.read_text()))["definitions"]
+
+
+@lru_cache(maxsize=4)
+def _validators(path: Path) -> dict[str, Draft202012Validator]:
+    definitions = strict_definitions(path)
     return {
         kind: Draft202012Validator({"$ref": f"#/definitions/{_DEFS}.{kind}", "definitions": definitions})
         for kind in _KINDS
@@ -73,13 +78,13 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(error: ValidationError) -> list[tuple[list[Any], str]]:
+def describe_error(error: ValidationError) -> list[tuple[list[Any], str]]:
     """(path, message) pairs a person can act on, without dumping whole sub-documents."""
     path = list(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = error.schema.get("properties", {})
         return [
-            (path + [key], "unknown field (misspelled? Argo's schema does not define it here)")
+            (path + [key], "unknown field (misspelled? the schema does not define it here)")
             for key in sorted(k for k in error.instance if k not in allowed)
         ]
     if error.validator == "type":
@@ -102,5 +107,5 @@ def schema_findings(doc: dict[str, Any], schema_path: Path | None = None) -> lis
     return [
         Finding("schema", where, format_path(path), message)
         for error in sorted(validators[kind].iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
-        for path, message in _describe(error)
+        for path, message in describe_error(error)
     ]

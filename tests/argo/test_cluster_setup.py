@@ -76,6 +76,7 @@ def test_every_object_lives_in_the_experiments_namespace() -> None:
 def test_the_config_defaults_name_objects_that_exist() -> None:
     cluster = ClusterConfig()
     assert _find("ServiceAccount", cluster.service_account)
+    assert _find("ServiceAccount", cluster.rayjob_service_account)
     assert {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} <= set(_find("Secret", cluster.storage_secret)["stringData"])
     semaphores = _find("ConfigMap", cluster.gpu_semaphore.config_map)
     assert int(semaphores["data"][cluster.gpu_semaphore.key]) >= 1
@@ -88,6 +89,16 @@ def test_the_workflow_account_may_report_outputs_and_nothing_more() -> None:
     assert role["rules"] == [{"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]}]
     binding = _find("RoleBinding", "openforge-workflow")
     assert binding["subjects"][0]["name"] == ClusterConfig().service_account
+
+
+def test_only_the_rayjob_account_may_create_ray_jobs() -> None:
+    """A RayJob runs any image it names: the account whose token Argo's executor holds in
+    rollout pods must not create one."""
+    role = _find("Role", "openforge-rayjob")
+    assert {"apiGroups": ["ray.io"], "resources": ["rayjobs"], "verbs": ["create", "get", "list", "watch"]} in role["rules"]
+    assert _find("RoleBinding", "openforge-rayjob")["subjects"][0]["name"] == ClusterConfig().rayjob_service_account
+    others = [doc for _, doc in _documents() if doc["kind"] == "Role" and doc["metadata"]["name"] != "openforge-rayjob"]
+    assert others and not any("ray.io" in rule["apiGroups"] for doc in others for rule in doc["rules"])
 
 
 def test_the_artifact_repository_is_the_example_configs_store() -> None:
