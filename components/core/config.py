@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from components.core.cluster_config import ClusterConfig
+from components.core.cluster_fit import cluster_fit_problem
 from components.core.trainer_config import TrainerConfig
 from components.core.validation import describe_errors
 from components.core.vllm_config import VllmConfig
@@ -305,14 +306,10 @@ class ExperimentConfig(_Section):
         return self
 
     @model_validator(mode="after")
-    def _nodes_share_a_volume(self) -> "ExperimentConfig":
-        # Every node's workers read the checkpoint and write their shards at the driver's paths.
-        if self.trainer.nnodes > 1 and self.cluster.train_shared_claim is None:
-            raise ValueError(
-                f"trainer.nnodes {self.trainer.nnodes} trains across nodes, whose workers must see one folder: "
-                "set cluster.train_shared_claim to a ReadWriteMany PersistentVolumeClaim (docs/trainer.md, "
-                "'Training across nodes')"
-            )
+    def _fits_the_cluster(self) -> "ExperimentConfig":
+        problem = cluster_fit_problem(self)
+        if problem:
+            raise ValueError(problem)
         return self
 
     @model_validator(mode="after")

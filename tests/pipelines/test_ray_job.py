@@ -25,6 +25,7 @@ def _multinode(nnodes: int = 2, **cluster: object) -> ExperimentConfig:
     base = cluster_example_config().model_dump(mode="json", exclude={"evaluation"})
     base["trainer"].update(backend="verl", n_gpus_per_node=8, nnodes=nnodes)
     base["cluster"].update(train_shared_claim=CLAIM, **cluster)
+    base["cluster"]["resources"]["train"]["gpu"] = 8
     return ExperimentConfig.model_validate(base)
 
 
@@ -117,6 +118,7 @@ def test_a_multi_node_config_without_what_it_needs_is_refused(trainer: dict, clu
     base = cluster_example_config().model_dump(mode="json", exclude={"evaluation"})
     base["trainer"].update(trainer)
     base["cluster"].update(cluster)
+    base["cluster"]["resources"]["train"]["gpu"] = 1  # one worker per node: the pod fits, only the named problem is left
     with pytest.raises(ValueError, match=message.replace("'", ".").replace("(", r"\(")):
         ExperimentConfig.model_validate(base)
 

@@ -21,7 +21,10 @@ ROWS = 8
 
 
 def _config(**sections) -> ExperimentConfig:
-    return ExperimentConfig(name="unit", tasks={"source": "tasks"}, trainer={"backend": "verl", **sections.pop("trainer", {})}, **sections)
+    trainer = {"backend": "verl", **sections.pop("trainer", {})}
+    # The train pod requests the GPUs its workers take (components/core/cluster_fit.py).
+    cluster = {"resources": {"train": {"cpu": "8", "memory": "64Gi", "gpu": trainer.get("n_gpus_per_node", 1)}}}
+    return ExperimentConfig(name="unit", tasks={"source": "tasks"}, trainer=trainer, cluster=cluster, **sections)
 
 
 def _compose(config: ExperimentConfig, rows: int = ROWS):

@@ -38,6 +38,7 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ExperimentConfig:
         tasks={"source": str(tmp_path)},
         storage={"uri": f"file://{tmp_path / 'store'}"},
         engine={"kind": "vllm", "vllm": {"tensor_parallel_size": 2}},
+        cluster={"resources": {"serve": {"cpu": "4", "memory": "32Gi", "gpu": 2}}},
     )
     monkeypatch.setenv(CONFIG_ENV, yaml.safe_dump(config.model_dump(mode="json", exclude_none=True)))
     return config
