@@ -21,9 +21,16 @@ The numbers also make poor things to learn: the right click is ``225`` in one ro
 ``226`` in the next, so raising the first taught the policy nothing it could use again
 (in a browser-use run the right candidate's probability fell from 0.67 to 0.47 over
 iterations whose groups rewarded it). So each candidate's ``next_goal`` says what it
-picks in words that do not move between browsers: the flight's code, the size's place in
-the form's list, the product's rank by price. They come before the action in the
-candidate, so the policy's draw is mostly learned there.
+picks in words that do not move between browsers: the size's place in the form's list,
+the cheaper or the pricier flight or product. They come before the action in the
+candidate, so the policy's draw is mostly learned there. Words, not numbers, where tasks
+share them: a tiny model learns digits more than their contexts. Raising
+flights-cheapest-code's right answer (OF674) lowered flights-book's right pick (OF279,
+against OF687) from 0.41 to 0.08 in one iteration whose flights-book group had no signal
+of its own. The shop's right pick ("product 1", against "product 2") fell from 0.82 to
+0.48 in the iteration that raised the form's "size option 2", its own group having drawn
+right twice (no signal). "cheaper" and "pricier" mean the same in every task that asks
+for the cheapest, as a task's words would.
 """
 
 from __future__ import annotations
@@ -64,6 +71,9 @@ _SHOP = {
     "order": "<button /> Place order",
 }
 _SHOP_ITEM_LINK = "<a /> {}"  # the catalogue's link of the product with that name
+# What a pick between the cheapest and another says it picks; the same tokens in every task
+# that asks for the cheapest, and as many of them for either word.
+_CHEAPER, _PRICIER = "cheaper", "pricier"
 # json.dumps quotes a reference; the index browser-use reads is a number.
 _QUOTED_REF = re.compile(r'"(\{\{element:[^"]*\}\})"')
 
@@ -133,14 +143,18 @@ def _cheapest_and_slip(world: flights.World) -> tuple[int, int, list[flights.Fli
     if len(found) < 2:
         raise ValueError(f"the flights candidates need two results or more to offer a slip, found {len(found)}")
     cheapest = min(range(len(found)), key=lambda row: found[row].price)
-    return cheapest, (cheapest + 1) % len(found), found
+    slip = (cheapest + 1) % len(found)
+    if found[slip].price == found[cheapest].price:
+        raise ValueError(f"flights {found[cheapest].code} and {found[slip].code} cost the same: no cheaper one to offer")
+    return cheapest, slip, found
 
 
 def flights_book(world: flights.World) -> list[list[Candidate]]:
     """Search, select the cheapest (the slip: another row's link), book for the passenger, done."""
     right, wrong, found = _cheapest_and_slip(world)
     pick = [
-        _turn(f"select flight {found[row].code}", [_click(_FLIGHTS_ROW_LINK.format(found[row].code))]) for row in (right, wrong)
+        _turn(f"select the {label} flight", [_click(_FLIGHTS_ROW_LINK.format(found[row].code))])
+        for row, label in ((right, _CHEAPER), (wrong, _PRICIER))
     ]
     book = [_type(_FLIGHTS["passenger"], world.passenger), _click(_FLIGHTS["confirm"])]
     return [_search(world), pick, [_turn("book it", book)], [_done(f"Booked {found[right].code}")]]
@@ -158,8 +172,10 @@ def shop_checkout(world: shop.World) -> list[list[Candidate]]:
     kind = sorted((item for item in world.items if item.kind == world.target_kind), key=lambda item: item.cents)
     if len(kind) < 2:
         raise ValueError(f"the shop candidates need two {world.target_kind} products or more to offer a slip")
-    # The rank, not the name: names differ in length, ranks are one digit each.
-    pick = [_turn(f"open product {rank} by price", [_click(_SHOP_ITEM_LINK.format(item.name))]) for rank, item in enumerate(kind[:2], 1)]
+    pick = [
+        _turn(f"open the {label} product", [_click(_SHOP_ITEM_LINK.format(item.name))])
+        for item, label in zip(kind[:2], (_CHEAPER, _PRICIER))
+    ]
     add = [_type(_SHOP["qty"], str(world.qty)), _click(_SHOP["add"])]
     order = [_type(_SHOP["name"], world.buyer), _click(_SHOP["order"])]
     return [pick, [_turn("add to the cart", add)], [_turn("check out", order)], [_done(f"Ordered {world.qty}")]]
