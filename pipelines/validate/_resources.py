@@ -14,7 +14,6 @@ as Kubernetes' ObjectMeta from the Argo schema's definitions. The CRD's CEL rule
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from functools import lru_cache
@@ -50,7 +49,6 @@ def _strict(schema: Any) -> Any:
 def _validator(file: str, argo_schema: Path) -> Draft202012Validator:
     schema = _strict(json.loads((Path(__file__).resolve().parent / "schemas" / file).read_text()))
     definitions = strict_definitions(argo_schema)
-    schema = copy.deepcopy(schema)
     schema["properties"]["metadata"] = {"$ref": f"#/definitions/{_OBJECT_META}"}
     schema["definitions"] = definitions
     return Draft202012Validator(schema)
