@@ -38,6 +38,7 @@ def _config(tmp_path: Path, name: str, storage: dict, tracking_uri: str, iterati
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # ~210 s in CI on loaded cores
 @pytest.mark.parametrize(("kind", "iterations"), [("file", 2), ("s3", 1)])
 def test_real_iterations_record_score_train_and_commit(
     kind: str, iterations: int, request: pytest.FixtureRequest, tmp_path: Path, tracking_uri: str

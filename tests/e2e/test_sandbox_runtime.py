@@ -16,6 +16,7 @@ from pipelines.run import run_experiment
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # ~190 s in CI on loaded cores
 @pytest.mark.skipif(bool(sandbox_problem()), reason=f"no sandbox here: {sandbox_problem()}")
 def test_sandbox_runtime_records_the_process_runtimes_trajectories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pods = []

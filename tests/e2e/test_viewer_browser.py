@@ -59,6 +59,8 @@ def _open_training_view(page: Any, expected_trained: int) -> None:
     page.locator(".tokens .t-trained").first.scroll_into_view_if_needed()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # the quickstart iteration of its fixture, then veRL's first load: 130 s idle, past 300 s on CI's loaded cores
 def test_the_quickstart_run_walks_from_the_run_to_what_the_trainer_saw(
     chromium_ready: None, quickstart_store: tuple[str, Path], tmp_path: Path
 ) -> None:
@@ -89,6 +91,7 @@ def test_the_quickstart_run_walks_from_the_run_to_what_the_trainer_saw(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # may be the first to run the session's web iteration (~220 s in CI)
 def test_a_web_rollout_shows_its_screenshots_from_the_image_store_and_what_the_trainer_saw(
     gui_vl_run, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

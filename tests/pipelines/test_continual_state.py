@@ -27,7 +27,7 @@ from tests.conftest import BUCKET
 from tests.pipelines.fake_openforge import write_task
 
 FAKE = [sys.executable, str(Path(__file__).with_name("fake_openforge.py"))]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # ~220 s a test in CI on loaded cores
 
 
 def _config(tmp_path: Path, storage: dict[str, Any], tracking_uri: str, name: str, iterations: int = 3) -> ExperimentConfig:

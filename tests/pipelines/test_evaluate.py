@@ -42,6 +42,7 @@ def test_a_training_run_refuses_an_evaluation_config(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # ~180 s in CI on loaded cores
 def test_eval_runs_the_quickstart_tasks_records_sessions_and_trains_nothing(tmp_path: Path, tracking_uri: str) -> None:
     from mlflow import MlflowClient
 

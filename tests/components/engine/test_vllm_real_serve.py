@@ -24,7 +24,7 @@ from components.core.services import free_port
 from components.core.storage import open_store, run_layout
 from components.engine.step import serve_iteration
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # vLLM starts and LoRA swaps: ~190 s in CI on loaded cores
 
 PROMPT = [1, 2, 3, 4, 5]
 
