@@ -180,9 +180,14 @@ def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: i
         title="Iterations",
         caption="reward: mean over rollouts · ok/failed: rollouts · trained: sampled tokens the update learned from",
     )
-    for column in ("it", "reward", "pass@1", f"pass@{samples_per_task}", "ok", "failed", "trained", "loss", "time"):
+    cut_key = mlflow_metric_name(f"rollouts/{RolloutStatus.CUT.value}")
+    # A column only for runs with a straggler cut: cut rollouts are masked, not the agent's failures.
+    cuts = any(values.get(cut_key) for values in logged.values())
+    columns = ("it", "reward", "pass@1", f"pass@{samples_per_task}", "ok", "failed", *(("cut",) if cuts else ()), "trained", "loss", "time")
+    for column in columns:
         table.add_column(column, justify="right")
-    failed_keys = [mlflow_metric_name(f"rollouts/{s.value}") for s in RolloutStatus if s is not RolloutStatus.OK]
+    skipped = (RolloutStatus.OK, RolloutStatus.CUT)
+    failed_keys = [mlflow_metric_name(f"rollouts/{s.value}") for s in RolloutStatus if s not in skipped]
     for iteration, values in logged.items():
         def show(key: str, fmt: str = "{:.3f}") -> str:
             return fmt.format(values[key]) if key in values else "-"
@@ -196,6 +201,7 @@ def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: i
             show(pass_k),
             show(mlflow_metric_name(f"rollouts/{RolloutStatus.OK.value}"), "{:.0f}"),
             f"{failed:.0f}",
+            *((show(cut_key, "{:.0f}"),) if cuts else ()),
             show("batch/trained_tokens", "{:,.0f}"),  # 0: the iteration trained nothing (allow_empty_update)
             show("train/loss", "{:.3g}"),  # GRPO losses are often tiny: keep their magnitude
             f"{seconds:.0f}s" if seconds is not None else "-",

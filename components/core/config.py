@@ -139,12 +139,31 @@ class RolloutConfig(_Section):
         description="Size of a sandboxed rollout's private /tmp, where its workspace, home and scratch live "
         "(memory-backed); past it writes fail with 'no space left on device' (--runtime sandbox).",
     )
+    finish_fraction: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="The straggler cut: once this share of an iteration's rollouts has ended and rollout.grace_s has "
+        "passed, the rest are stopped and masked with status 'cut' (1: wait for every rollout). Long rollouts are then "
+        "under-represented; docs/reliability.md, 'The straggler cut'.",
+    )
+    grace_s: float = Field(30.0, ge=0, description="The straggler cut's wait after rollout.finish_fraction is reached.")
     seeded_sampling: bool = Field(
         False,
         description="Seed every model call from the experiment seed, the iteration, the rollout and its turn (the proxy's "
         "--sampling-seed), so rerunning an iteration draws the same samples for the same prompts. Costs vLLM some "
         "batching throughput; for debugging, tests and benchmarks.",
     )
+
+    @model_validator(mode="after")
+    def _cut_leaves_enough(self) -> "RolloutConfig":
+        if self.finish_fraction < self.min_usable_fraction:
+            raise ValueError(
+                f"rollout.finish_fraction {self.finish_fraction:g} is below rollout.min_usable_fraction "
+                f"{self.min_usable_fraction:g}: the straggler cut could mask more rollouts than the train step accepts; "
+                "raise finish_fraction or lower min_usable_fraction"
+            )
+        return self
 
 
 class AlgorithmConfig(_Section):

@@ -30,6 +30,9 @@ class RolloutStatus(str, Enum):
     # (an agent that never ends, like cua-agent ignoring its own terminate action). The
     # agent's doing: graded like a timeout (reward 0, usable).
     STEP_LIMIT = "step_limit"
+    # Stopped by the straggler cut (rollout.finish_fraction): the iteration stopped waiting,
+    # so its result says nothing about the agent. Masked, never graded; docs/reliability.md.
+    CUT = "cut"
 
 
 class Outcome(BaseModel):

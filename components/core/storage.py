@@ -243,6 +243,10 @@ class RunLayout:
     def plan(self, iteration: int) -> str:
         return f"{self._it(iteration)}/plan.json"
 
+    def straggler_cut(self, iteration: int) -> str:
+        """When and why the iteration stopped waiting for its slowest rollouts (written by serve)."""
+        return f"{self._it(iteration)}/straggler_cut.json"
+
     def choices(self, iteration: int) -> str:
         """The iteration's choice book (components/core/choices.py): written by prepare, read by serve."""
         return f"{self._it(iteration)}/choices.json"
@@ -260,8 +264,12 @@ class RunLayout:
         """
         return f"{self._it(iteration)}/trajectories/images"
 
+    def outcomes(self, iteration: int | str) -> str:
+        """Prefix of the iteration's outcomes, one object per rollout that ended."""
+        return f"{self._it(iteration)}/outcomes/"
+
     def outcome(self, iteration: int | str, rollout_id: str) -> str:
-        return f"{self._it(iteration)}/outcomes/{outcome_key_file(rollout_id)}"
+        return f"{self.outcomes(iteration)}{outcome_key_file(rollout_id)}"
 
     def rewards(self, iteration: int) -> str:
         return f"{self._it(iteration)}/rewards.json"

@@ -135,7 +135,7 @@ def read_iteration_costs(store: ArtifactStore, layout: RunLayout, iteration: int
     if not records:
         raise NoCostRecords(f"iteration {iteration} has no cost record under {store.root}/{layout.costs(iteration)}/")
     metrics = read_metrics(store, layout.metrics(iteration))
-    outcomes = store.list(_parent(layout.outcome(iteration, "x")) + "/")
+    outcomes = store.list(layout.outcomes(iteration))
     recorded = {layout.outcome(iteration, r.part) for r in records if r.step == ROLLOUT and r.part}
     missing = set(outcomes) - recorded
     expected = [*(_EVALUATION_STEPS if layout.evaluation else _TRAINING_STEPS), *(("serve",) if outcomes else ())]

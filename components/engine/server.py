@@ -19,6 +19,7 @@ from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES,
 from components.engine._protocol import ApiError
 from components.engine._routes import Routes, json_response
 from components.engine._script import Script, load_script
+from components.engine.cut_route import CUT_ROUTE, read_cut_file
 
 _MAX_BODY_BYTES = 64 * 1024 * 1024  # harness prompts with long histories are large
 _log = logging.getLogger("openforge.engine")
@@ -84,8 +85,12 @@ def build_app(
     kv_cache_mib: int = DEFAULT_BUDGET_MIB,
     kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
     parsers: ChatParsers = ChatParsers(),
+    cut_file: Path | None = None,
 ) -> web.Application:
-    """Load the model and return the ready aiohttp application."""
+    """Load the model and return the ready aiohttp application.
+
+    ``cut_file``: the serve step's straggler-cut state, answered at ``CUT_ROUTE`` (cut_route.py).
+    """
     from components.engine._generation import ModelRunner
 
     if script is not None and choices is not None:
@@ -125,6 +130,11 @@ def build_app(
         unconstrained_json=unconstrained_json,
         parsers=parsers,
     ).register(app)
+
+    async def cut_state(_request: web.Request) -> web.Response:
+        return web.Response(body=read_cut_file(cut_file), content_type="application/json")
+
+    app.router.add_get(CUT_ROUTE, cut_state)
     app.on_cleanup.append(lambda _app: _close(engine))
     return app
 
@@ -147,6 +157,7 @@ def serve(
     kv_cache_mib: int = DEFAULT_BUDGET_MIB,
     kv_cache_entries: int = DEFAULT_MAX_ENTRIES,
     parsers: ChatParsers = ChatParsers(),
+    cut_file: Path | None = None,
 ) -> None:
     """Serve ``model_dir`` on ``host:port`` until SIGINT or SIGTERM.
 
@@ -165,6 +176,7 @@ def serve(
         kv_cache_mib=kv_cache_mib,
         kv_cache_entries=kv_cache_entries,
         parsers=parsers,
+        cut_file=cut_file,
     )
     _run(_serve_until_signalled(app, host, port))
 

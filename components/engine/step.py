@@ -13,12 +13,14 @@ import json
 import shutil
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import urlparse
 
 from components.core.checkpoints import commit_checkpoint, committed_versions, fetch_committed, write_checkpoint_info
 from components.core.config import ExperimentConfig
 from components.core.storage import ArtifactStore, RunLayout, get_dir, open_store, run_layout
+from components.engine.cut_watch import CutWatch
 
 
 def _initial_policy(config: ExperimentConfig, dest: Path) -> None:
@@ -86,10 +88,15 @@ def serve_iteration(
     A missing checkpoint or choice book raises FileNotFoundError, vLLM that never became
     ready raises EngineNotReady: both name what to run first.
     """
-    with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="openforge-policy-") as tmp, ExitStack() as watching:
         policy = Path(tmp) / "policy"
         version = prepare_policy(config, iteration, store, policy)
         say(f"serving checkpoint {version} for iteration {iteration} ({config.engine.kind})")
+        cut_file = None
+        # An evaluation measures every rollout to its end: a cut would bias it toward short ones.
+        if config.rollout.finish_fraction < 1 and config.evaluation is None:
+            cut_file = Path(tmp) / "straggler_cut.json"
+            watching.enter_context(CutWatch(config, iteration, store, cut_file, say=say))
         engine = config.engine
         if engine.kind == "dev":
             from components.engine.server import chat_parsers, serve
@@ -102,11 +109,12 @@ def serve_iteration(
                 unconstrained_json=engine.dev_unconstrained_json,
                 choices=_choice_book(config, iteration, store, Path(tmp)) if engine.dev_mode == "choice" else None,
                 parsers=chat_parsers(engine.vllm.tool_call_parser, engine.vllm.reasoning_parser),
+                cut_file=cut_file,
             )
             return 0
         from components.engine.vllm_serve import serve_vllm
 
-        code = serve_vllm(config, policy, Path(tmp), host=host, port=port)
+        code = serve_vllm(config, policy, Path(tmp), host=host, port=port, cut_file=cut_file)
         # A vLLM stopped by the signal Argo sends the daemon exits by that signal: not a failure.
         return code if code > 0 else 0
 

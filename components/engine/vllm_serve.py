@@ -10,12 +10,14 @@ SIGTERM (Argo stopping the daemon), which it passes on to vLLM.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from pathlib import Path
 
 from components.core.checkpoints import LORA_ADAPTER_DIR
 from components.core.config import ExperimentConfig
+from components.engine import cut_route
 from components.engine.readiness import EngineNotReady, wait_until_serving
 from components.engine.server import policy_version_of
 from components.engine.vllm_launch import BASE_DIR, EngineLaunch, StagedPolicy, vllm_serve_command
@@ -65,9 +67,23 @@ def run_engine(launch: EngineLaunch, probe_url: str, version: str, timeout_s: fl
                 process.kill()
 
 
-def serve_vllm(config: ExperimentConfig, checkpoint: Path, work: Path, *, host: str, port: int) -> int:
-    """Serve ``checkpoint`` with vLLM on ``host:port`` until told to stop; returns vLLM's exit code."""
+def serve_vllm(
+    config: ExperimentConfig, checkpoint: Path, work: Path, *, host: str, port: int, cut_file: Path | None = None
+) -> int:
+    """Serve ``checkpoint`` with vLLM on ``host:port`` until told to stop; returns vLLM's exit code.
+
+    ``cut_file``: the straggler cut's state, served at ``CUT_ROUTE`` by a middleware vLLM
+    imports from its working directory (cut_route.py is copied there: vLLM's interpreter
+    does not have OpenForge).
+    """
     staged = stage_policy(checkpoint, work / "served")
     launch = vllm_serve_command(config, staged, host=host, port=port)
+    if cut_file is not None:
+        shutil.copyfile(cut_route.__file__, staged.root / f"{cut_route.VLLM_MODULE}.py")
+        launch = EngineLaunch(
+            argv=[*launch.argv, "--middleware", cut_route.VLLM_MIDDLEWARE],
+            env={**launch.env, cut_route.CUT_FILE_ENV: str(cut_file)},
+            cwd=launch.cwd,
+        )
     probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     return run_engine(launch, f"http://{probe_host}:{port}", staged.version, config.engine.startup_timeout_s)

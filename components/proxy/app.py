@@ -9,6 +9,7 @@ from typing import Awaitable, Callable
 import orjson
 from aiohttp import web
 
+from components.engine.cut_route import CUT_ROUTE, PROXY_CUT_ROUTE
 from components.core.rollout_identity import ATTEMPT_ROUTE, SESSION_QUERY, SESSION_ROUTE, route_parts
 from components.proxy.calls import CallHandler
 from components.proxy.config import ProxyConfig
@@ -58,6 +59,16 @@ class _Proxy:
             return _json(models_list_body(self.config.served_model))
         if status != 200:
             raise upstream_status_error(status, body, self.config.upstream, None)
+        return web.Response(body=body, content_type="application/json")
+
+    async def cut(self, _request: web.Request) -> web.Response:
+        # The runner asks its proxy, the proxy the engine: the one channel a rollout has to the serve step.
+        try:
+            status, body = await self.upstream.get_cut()
+        except ProxyError as err:
+            return _json({"cut": False, "error": err.message}, status=502)
+        if status != 200:  # an engine without the route never cuts
+            return _json({"cut": False, "error": f"upstream {self.config.upstream} answered HTTP {status} to GET {CUT_ROUTE}"})
         return web.Response(body=body, content_type="application/json")
 
     async def flush(self, request: web.Request) -> web.Response:
@@ -123,6 +134,7 @@ def build_app(config: ProxyConfig) -> web.Application:
     app.router.add_get(SESSION_ROUTE + "/v1/models", proxy.models)
     app.router.add_get(ATTEMPT_ROUTE + "/v1/models", proxy.models)
     app.router.add_post("/flush", proxy.flush)
+    app.router.add_get(PROXY_CUT_ROUTE, proxy.cut)
     app.router.add_get("/health", proxy.health)
     return app
 

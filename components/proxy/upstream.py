@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from components.engine.cut_route import CUT_ROUTE
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, undelivered, upstream_exception
 from components.proxy.http_client import Response, UpstreamClient
@@ -138,6 +139,14 @@ class Upstream:
         if status == 200:
             self._remember_models(body)
         return status, body
+
+    async def get_cut(self) -> tuple[int, bytes]:
+        """Forward ``GET CUT_ROUTE``: the serve step's straggler cut (components/engine/cut_route.py)."""
+        try:
+            async with asyncio.timeout(_MODELS_TIMEOUT_S):
+                return await self._exchange("GET", CUT_ROUTE, b"", _MODELS_TIMEOUT_S)
+        except OSError as exc:
+            raise self._redacted(upstream_exception(exc, self.base_url, _MODELS_TIMEOUT_S)) from exc
 
     async def _exchange(self, method: str, path: str, body: bytes, read_timeout_s: float) -> tuple[int, bytes]:
         resp = await self._http.request(method, path, body, read_timeout_s=read_timeout_s)

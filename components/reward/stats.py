@@ -36,6 +36,7 @@ class TaskStats(BaseModel):
     pass_at_1: float | None
     pass_at_k: float | None = Field(description="None when fewer than k rollouts were graded.")
     pass_hat_k: float | None = Field(description="None when fewer than k rollouts were graded.")
+    cut: int = Field(0, description="Rollouts stopped by the straggler cut (rollout.finish_fraction): not graded.")
 
 
 def group_stats(records: Sequence[RewardRecord]) -> list[GroupStats]:
@@ -68,8 +69,10 @@ def group_stats(records: Sequence[RewardRecord]) -> list[GroupStats]:
 def task_stats(outcomes: Sequence[Outcome], k: int) -> list[TaskStats]:
     """pass@1, pass@k and pass^k per task, with the unbiased estimators."""
     graded: dict[str, list[bool]] = defaultdict(list)
+    cut: dict[str, int] = defaultdict(int)
     for outcome in outcomes:
         graded.setdefault(outcome.task_id, [])
+        cut[outcome.task_id] += outcome.status is RolloutStatus.CUT
         if outcome.status in GRADED_STATUSES:
             graded[outcome.task_id].append(outcome.status is RolloutStatus.OK and bool(outcome.passed))
     out = []
@@ -84,6 +87,7 @@ def task_stats(outcomes: Sequence[Outcome], k: int) -> list[TaskStats]:
                 pass_at_1=pass_at_k(n, c, 1) if n else None,
                 pass_at_k=pass_at_k(n, c, k) if enough else None,
                 pass_hat_k=pass_hat_k(n, c, k) if enough else None,
+                cut=cut[task_id],
             )
         )
     return out

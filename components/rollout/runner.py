@@ -29,6 +29,7 @@ from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
 from components.environments import DesktopEnvironment, EnvironmentSetupError
 from components.rollout._confine import confined, confinement_problem
+from components.rollout._cut import CutPoll, first_reason
 from components.rollout._desktop import open_desktop
 from components.rollout._gui import CallCounter, Gui, open_gui
 from components.rollout._failures import blame, verdict
@@ -108,6 +109,7 @@ class _Rollout:
         self.task_dir, self.proxy_url, self.trajectory = task_dir, proxy_url, trajectory
         self.proxy_wait_s = proxy_wait_s
         self.api_key = harness_api_key(record.rollout_id)
+        self.cut = CutPoll(proxy_url) if config.rollout.finish_fraction < 1 else None
 
     def run(self, adapter: HarnessAdapter, started: float) -> None:
         adapter.require_installed()
@@ -140,6 +142,9 @@ class _Rollout:
             workspace, scratch = _prepare_dirs(task, Path(tmp))
             env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
             if not self._wait_for_proxy(deadline):
+                return
+            if self.cut and self.cut.reason():
+                self.record.fail(RolloutStatus.CUT, f"{self.cut.reason()}; the harness never started")
                 return
             screens = open_gui(task, adapter, self.record), open_desktop(task, adapter, self.record, workspace, env)
             with screens[0] as gui, screens[1] as desktop:
@@ -230,7 +235,7 @@ class _Rollout:
             timeout_s=deadline - time.monotonic(),
             log_prefix=scratch / "harness",
             max_output_bytes=int(cap_mb * 2**20),
-            stop=steps.check if steps else None,
+            stop=first_reason(steps.check if steps else None, self.cut.reason if self.cut else None),
         )
         self.record.harness_exit_code = result.exit_code
         answer = adapter.final_answer(run, result.stdout())
@@ -241,6 +246,9 @@ class _Rollout:
                 f"harness {adapter.name} wrote more than {cap_mb:g} MB to its {result.output_capped} "
                 "(rollout.max_output_mb) and was killed",
             )
+            return _STOPPED
+        if result.stopped is not None and self.cut and result.stopped == self.cut.reason():
+            self.record.fail(RolloutStatus.CUT, f"{result.stopped}; the harness was stopped")
             return _STOPPED
         if result.stopped is not None:
             self.record.extra["step_limit"] = self.config.harness.max_turns

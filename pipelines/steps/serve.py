@@ -40,5 +40,5 @@ SPEC = StepSpec(
         Flag("port", int, "Port to listen on.", value=str(PORT), default=PORT, min=0, max=65535),
     ),
     reads=("checkpoint", "checkpoint_marker", "choices"),
-    writes=("checkpoint", "checkpoint_marker", "evaluated_checkpoint", "costs"),
+    writes=("checkpoint", "checkpoint_marker", "evaluated_checkpoint", "straggler_cut", "costs"),
 )

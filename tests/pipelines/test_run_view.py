@@ -57,6 +57,17 @@ def test_summary_table_shows_each_iteration_with_failed_rollouts_summed() -> Non
     assert [cell.strip() for cell in rows[1].split("│")[1:-1]] == ["1", "0.500", "-", "-", "-", "0", "-", "-", "30s"]
 
 
+def test_summary_table_counts_cut_rollouts_apart_from_failed_ones() -> None:
+    logged = {0: {"reward/mean": 0.5, "rollouts/ok": 6, "rollouts/timeout": 1, "rollouts/cut": 2}, 1: {"reward/mean": 0.5, "rollouts/ok": 8}}
+    out = io.StringIO()
+    text = _render(summary_table(logged, 4, {}), Console(file=out, width=160), out)
+    header = next(line for line in text.splitlines() if "failed" in line)
+    assert [cell.strip() for cell in header.split("┃")[1:-1]][4:7] == ["ok", "failed", "cut"]
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert [cell.strip() for cell in rows[0].split("│")[1:-1]][4:7] == ["6", "1", "2"]
+    assert [cell.strip() for cell in rows[1].split("│")[1:-1]][4:7] == ["8", "0", "-"]
+
+
 def test_summary_table_fits_an_80_column_terminal_without_cutting_a_header() -> None:
     logged = {
         i: {"reward/mean": 0.5, "pass_at_1": 0.5, "pass_at_k": 1.0, "rollouts/ok": 160, "rollouts/timeout": 2,

@@ -71,13 +71,27 @@ def test_example_configs_validate(path: Path) -> None:
     assert load_config(path).name
 
 
-def test_reliability_limits_default_and_bounds(tmp_path: Path) -> None:
-    config = _load(tmp_path, "name: demo\ntasks: {source: x}\n")
-    assert (config.rollout.infra_retries, config.rollout.max_output_mb) == (2, 64.0)
-    for bad in ("{infra_retries: -1}", "{infra_retries: 99}", "{max_output_mb: 0}"):
+def _refuses_rollout_fields(tmp_path: Path, *bad_sections: str) -> None:
+    """Each ``{field: value}`` as the rollout section is refused, naming the field."""
+    for bad in bad_sections:
         field = bad.strip("{}").split(":")[0]
         with pytest.raises(ConfigError, match=rf"rollout\.{field}"):
             _load(tmp_path, f"name: demo\ntasks: {{source: x}}\nrollout: {bad}\n")
+
+
+def test_reliability_limits_default_and_bounds(tmp_path: Path) -> None:
+    config = _load(tmp_path, "name: demo\ntasks: {source: x}\n")
+    assert (config.rollout.infra_retries, config.rollout.max_output_mb) == (2, 64.0)
+    _refuses_rollout_fields(tmp_path, "{infra_retries: -1}", "{infra_retries: 99}", "{max_output_mb: 0}")
+
+
+def test_the_straggler_cut_is_off_by_default_and_must_leave_enough_usable(tmp_path: Path) -> None:
+    config = _load(tmp_path, "name: demo\ntasks: {source: x}\n")
+    assert (config.rollout.finish_fraction, config.rollout.grace_s) == (1.0, 30.0)
+    _refuses_rollout_fields(tmp_path, "{finish_fraction: 0}", "{finish_fraction: 1.5}", "{grace_s: -1}")
+    with pytest.raises(ConfigError, match=r"finish_fraction 0\.4 is below rollout\.min_usable_fraction 0\.5"):
+        _load(tmp_path, "name: demo\ntasks: {source: x}\nrollout: {finish_fraction: 0.4}\n")
+    assert _load(tmp_path, "name: demo\ntasks: {source: x}\nrollout: {finish_fraction: 0.4, min_usable_fraction: 0.3}\n")
 
 
 def test_unconstrained_json_is_for_the_dev_engine_only(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ Two vLLM starts (a minute or more each here): the cost of the only test that nee
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ import components.engine.vllm_serve as vllm_serve
 from components.core.checkpoints import LORA_ADAPTER_DIR, commit_checkpoint, write_checkpoint_info
 from components.core.services import free_port
 from components.core.storage import open_store, run_layout
+from components.engine.cut_route import CUT_ROUTE
 from components.engine.step import serve_iteration
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # vLLM starts and LoRA swaps: ~190 s in CI on loaded cores
@@ -81,8 +83,13 @@ def test_each_iteration_serves_its_lora_checkpoint_and_adapters_swap_at_run_time
     python, why = vllm_python()
     if python is None:
         pytest.skip(why)
-    config = vllm_test_config(python, lora_rank=8, storage={"uri": f"file://{tmp_path / 'store'}"})
+    # A straggler cut too: vLLM must load its middleware and serve the serve step's decision.
+    cut = {"finish_fraction": 0.5, "grace_s": 0}
+    config = vllm_test_config(python, lora_rank=8, storage={"uri": f"file://{tmp_path / 'store'}"}, rollout=cut)
     store = open_store(config.storage.uri, None)
+    # Iteration 1's one rollout has ended (its cut is due at once); iteration 2 has no plan yet.
+    store.put_bytes(run_layout(config).plan(1), json.dumps({"rollouts": [{"rollout_id": "t-s0"}]}).encode())
+    store.put_bytes(run_layout(config).outcome(1, "t-s0"), b"{}")
     for version in (1, 2):
         commit_checkpoint(store, run_layout(config), version, _lora_checkpoint(tiny_model_dir, tmp_path / f"c{version}", version))
     extra = _adapter(tiny_model_dir, tmp_path / "extra-adapter", seed=9)
@@ -91,6 +98,7 @@ def test_each_iteration_serves_its_lora_checkpoint_and_adapters_swap_at_run_time
     def gate_probe_then_stop(url: str, version: str, timeout_s: float, **kwargs: Any) -> str:
         model = gate(url, version, timeout_s, **kwargs)  # the real gate, on real vLLM
         served[version] = {"cards": _cards(url), **(_swap_adapters(url, extra) if version == "1" else {})}
+        served[version]["cut"] = httpx.get(f"{url}{CUT_ROUTE}", timeout=30).json()
         os.kill(os.getpid(), signal.SIGTERM)  # Argo stopping the daemon: the step passes it on to vLLM
         return model
 
@@ -110,3 +118,5 @@ def test_each_iteration_serves_its_lora_checkpoint_and_adapters_swap_at_run_time
     assert ("policy-next", str(extra), "policy-base") in first["loaded_cards"]
     assert first["next"][0] == 200 and first["next"][1] not in (first["policy"][1], first["base"][1])
     assert first["unloaded_cards"] == first["cards"] and first["next_after_unload"] == 404
+    assert first["cut"]["cut"] is True and "1 of 1 rollouts had ended" in first["cut"]["reason"]
+    assert served["2"]["cut"] == {"cut": False}

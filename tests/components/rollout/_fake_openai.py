@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from components.core.trajectory import RecordedCall
+from components.engine.cut_route import PROXY_CUT_ROUTE
 
 
 @dataclass
@@ -50,6 +51,8 @@ class FakeOpenAI:
     fail_calls: int | None = None  # with fail_status: only this many chat calls fail, then it recovers
     fail_message: str = "scripted failure"
     delay_s: float = 0.0  # wait this long before answering a chat call
+    cut_reason: str | None = None  # the straggler cut the proxy relays (GET /cut), once set
+    cut_asks: int = 0
     url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     sessions: list[str] = field(default_factory=list)  # session id of each call ("" without /s/<id>/)
@@ -67,7 +70,12 @@ class FakeOpenAI:
         app.router.add_post("/s/{session}/a/{attempt}/v1/chat/completions", self._chat)
         app.router.add_get("/health", self._health)
         app.router.add_post("/flush", self._flush)
+        app.router.add_get(PROXY_CUT_ROUTE, self._cut)
         return app
+
+    async def _cut(self, request: web.Request) -> web.Response:
+        self.cut_asks += 1
+        return web.json_response({"cut": self.cut_reason is not None, "reason": self.cut_reason})
 
     async def _health(self, request: web.Request) -> web.Response:
         return web.json_response({"ok": True})
