@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan gpu-smoke clean help
+.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -33,6 +33,7 @@ help:
 	@echo "make bench-load      256 sessions through one proxy for 10 minutes: no lost call, flat memory (docs/reliability.md)"
 	@echo "make bench-engine    dev engine on 8 harness sessions sharing a 20k-token prefix: prefix cache vs one entry (docs/benchmarks.md)"
 	@echo "make bench-viewer    openforge view on a synthesized 1,000-rollout iteration: the page's open time, cold and warm (docs/benchmarks.md)"
+	@echo "make bench-scale       iterations on a cluster simulated from measured timings: today vs the straggler cut vs overlap (docs/benchmarks.md)"
 	@echo "make bench-scale-plan  a 4,096-rollout iteration: manifest, fan-out and Argo node-status sizes, proxy sidecar start and memory (docs/scale.md)"
 	@echo "make gpu-smoke    on a 1-GPU machine: update loop, veRL step, vllm serve -> gpu_smoke.json"
 
@@ -148,6 +149,10 @@ bench-viewer: $(INSTALLED)
 
 bench-scale-plan: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_scale_plan.py
+
+# Real harness sessions calibrate it: `harnesses` installs Claude Code's CLI.
+bench-scale: $(INSTALLED) harnesses
+	$(BIN)/python benchmarks/bench_scale.py
 
 # On a machine with a GPU: its own CUDA torch, not this venv (scripts/gpu_smoke.sh says how).
 gpu-smoke:

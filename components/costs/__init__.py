@@ -2,7 +2,8 @@
 
 ``record`` is the record a step run leaves in the store (``RunLayout.costs(k)``),
 ``meter`` measures one, ``aggregate`` reads an iteration's back, ``pricing`` turns them
-into money, ``scale`` extrapolates them, and ``cli`` is ``openforge report``
+into money, ``scale`` extrapolates them, ``simulate`` models iterations on a cluster from
+them (``simulate_inputs`` reads its inputs), and ``cli`` is ``openforge report``
 (docs/operations.md, "What a run costs"). Nothing here is imported by ``openforge
 --help`` but the command's own module.
 """
