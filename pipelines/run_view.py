@@ -43,11 +43,12 @@ class _FanOut:
     ok: int = 0
     failed: int = 0
     skipped: int = 0
+    cut: int = 0  # stopped by the straggler cut: masked, not the agent's failure
     running: set[str] = field(default_factory=set)
 
     def status(self) -> str:
         text = f"ok {self.ok} · [red]failed {self.failed}[/red] · running {len(self.running)}"
-        return text + (f" · resumed {self.skipped}" if self.skipped else "")
+        return text + (f" · cut {self.cut}" if self.cut else "") + (f" · resumed {self.skipped}" if self.skipped else "")
 
 
 def _rollout_status(outputs: Mapping[str, Path]) -> str | None:
@@ -128,7 +129,7 @@ class RunView:
         word = _PHASE_WORDS[event.phase].replace("[red]", "").replace("[/red]", "")
         status = _rollout_status(event.outputs) if event.phase is NodePhase.SUCCEEDED else None
         if status is not None:
-            word = "ok" if status == RolloutStatus.OK.value else f"failed ({status})"
+            word = {RolloutStatus.OK.value: "ok", RolloutStatus.CUT.value: "cut (straggler)"}.get(status, f"failed ({status})")
         detail = f": {event.detail.splitlines()[0]}" if event.detail and event.phase is NodePhase.FAILED else ""
         fan = f" ({event.fan_out} rollouts)" if event.fan_out is not None else ""
         self.console.print(f"it {self._iteration} · {event.node}{fan}: {word}{took}{detail}", markup=False, highlight=False)
@@ -148,6 +149,8 @@ class RunView:
         self.progress.update(row, status=_PHASE_WORDS[event.phase], completed=1 if done else 0)
 
     def _child(self, fan: _FanOut, event: NodeEvent) -> None:
+        from components.core.outcome import RolloutStatus
+
         if event.phase is NodePhase.RUNNING:
             fan.running.add(event.node)
         elif event.phase in _FINAL:
@@ -156,6 +159,8 @@ class RunView:
             if event.phase is not NodePhase.OMITTED:
                 if event.phase is NodePhase.SKIPPED:
                     fan.skipped += 1
+                elif _rollout_status(event.outputs) == RolloutStatus.CUT.value:
+                    fan.cut += 1
                 elif event.phase is NodePhase.FAILED or _rollout_failed(event.outputs):
                     fan.failed += 1
                 else:

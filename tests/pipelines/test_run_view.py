@@ -36,12 +36,14 @@ def test_rollouts_count_recorded_agent_failures_as_failed(tmp_path: Path) -> Non
         NodeEvent("rollout", "rollout(0)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "a", "ok")),
         NodeEvent("rollout", "rollout(1)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "b", "harness_error")),
         NodeEvent("rollout", "rollout(3)", NodePhase.SKIPPED, "outputs already in the store"),
+        NodeEvent("rollout", "rollout(2)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "c", "cut")),
     ]
     for event in events:
         view.observe(event)
     text = _render(view.progress, console, out)
-    assert "ok 1 · failed 1 · running 1 · resumed 1" in text
-    assert "3/4" in text
+    assert "ok 1 · failed 1 · running 0 · cut 1 · resumed 1" in text, "a cut rollout is not the agent's failure"
+    assert "4/4" in text
+    assert "it 0 · rollout(2): cut (straggler)" in out.getvalue()
 
 
 def test_summary_table_shows_each_iteration_with_failed_rollouts_summed() -> None:
