@@ -62,14 +62,6 @@ def _rollout_status(outputs: Mapping[str, Path]) -> str | None:
     return None
 
 
-def _rollout_failed(outputs: Mapping[str, Path]) -> bool:
-    """A rollout that ran but whose recorded outcome is not ``ok`` (harness or verifier trouble)."""
-    from components.core.outcome import RolloutStatus
-
-    status = _rollout_status(outputs)
-    return status is not None and status != RolloutStatus.OK.value
-
-
 class RunView:
     """Live progress: one row per phase of the current iteration, with rollout counts."""
 
@@ -157,11 +149,13 @@ class RunView:
             fan.running.discard(event.node)
             # An omitted child never ran (or was stopped with the run): no count moves.
             if event.phase is not NodePhase.OMITTED:
+                # A rollout that ran, but whose recorded outcome is not ``ok``, failed (harness or verifier trouble).
+                status = _rollout_status(event.outputs)
                 if event.phase is NodePhase.SKIPPED:
                     fan.skipped += 1
-                elif _rollout_status(event.outputs) == RolloutStatus.CUT.value:
+                elif status == RolloutStatus.CUT.value:
                     fan.cut += 1
-                elif event.phase is NodePhase.FAILED or _rollout_failed(event.outputs):
+                elif event.phase is NodePhase.FAILED or (status is not None and status != RolloutStatus.OK.value):
                     fan.failed += 1
                 else:
                     fan.ok += 1

@@ -1,6 +1,6 @@
 """A discrete-event model of training iterations on a cluster: today's order, the straggler cut, overlap.
 
-Its inputs are measured (``simulate_inputs.measured_timings`` reads them from a run's cost
+Its inputs are measured (``simulate_inputs.measured_run`` reads them from a run's cost
 records): rollout durations, fitted as a log-normal because harness sessions are
 long-tailed; the serve step's start-up; the prepare, score and commit steps; the train
 step's time per trained token. What it assumes, each where it is used:

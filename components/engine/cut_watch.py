@@ -84,14 +84,14 @@ class CutWatch:
     def _watch(self) -> None:
         rule: CutRule | None = None
         reached_at: float | None = None
-        ended = 0
+        ended = 0  # rollouts ended when the threshold was reached
         while not self._stopped.wait(0 if rule is None else self.poll_s):
             if rule is None:
                 rule = self._rule()
                 if rule is None:
                     continue
-            ended = self._ended()
-            if reached_at is None and ended >= rule.needed:
+            # Once the threshold is reached only the grace is left to wait: no more listings.
+            if reached_at is None and (ended := self._ended()) >= rule.needed:
                 reached_at = time.time()
                 self.say(
                     f"straggler cut: {ended} of {rule.total} rollouts ended (rollout.finish_fraction {rule.fraction:g}); "

@@ -9,6 +9,7 @@ SIGTERM (Argo stopping the daemon), which it passes on to vLLM.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -80,10 +81,10 @@ def serve_vllm(
     launch = vllm_serve_command(config, staged, host=host, port=port)
     if cut_file is not None:
         shutil.copyfile(cut_route.__file__, staged.root / f"{cut_route.VLLM_MODULE}.py")
-        launch = EngineLaunch(
+        launch = dataclasses.replace(
+            launch,
             argv=[*launch.argv, "--middleware", cut_route.VLLM_MIDDLEWARE],
             env={**launch.env, cut_route.CUT_FILE_ENV: str(cut_file)},
-            cwd=launch.cwd,
         )
     probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     return run_engine(launch, f"http://{probe_host}:{port}", staged.version, config.engine.startup_timeout_s)

@@ -9,8 +9,8 @@ from typing import Awaitable, Callable
 import orjson
 from aiohttp import web
 
-from components.engine.cut_route import CUT_ROUTE, PROXY_CUT_ROUTE
 from components.core.rollout_identity import ATTEMPT_ROUTE, SESSION_QUERY, SESSION_ROUTE, route_parts
+from components.engine.cut_route import CUT_ROUTE, PROXY_CUT_ROUTE
 from components.proxy.calls import CallHandler
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, error_response, upstream_status_error

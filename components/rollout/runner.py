@@ -143,8 +143,8 @@ class _Rollout:
             env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
             if not self._wait_for_proxy(deadline):
                 return
-            if self.cut and self.cut.reason():
-                self.record.fail(RolloutStatus.CUT, f"{self.cut.reason()}; the harness never started")
+            if self.cut and (reason := self.cut.reason()):
+                self.record.fail(RolloutStatus.CUT, f"{reason}; the harness never started")
                 return
             screens = open_gui(task, adapter, self.record), open_desktop(task, adapter, self.record, workspace, env)
             with screens[0] as gui, screens[1] as desktop:
