@@ -17,7 +17,7 @@ from hera.workflows import models as m
 
 from components.core.config import ExperimentConfig
 from pipelines.iteration import ENTRYPOINT, config_parameter, iteration_templates, template_name, workflow_settings
-from pipelines.steps.prepare import NEXT
+from pipelines.steps.prepare import NEXT, STOP_AT
 
 BOUNDED_ENTRYPOINT = "iterations"
 # Argo appends an 11-character timestamp to a CronWorkflow's name for each run (63 - 11).
@@ -55,7 +55,8 @@ def build_bounded_workflow(config: ExperimentConfig) -> Workflow:
             name=f"iteration-{k}",
             template=ENTRYPOINT,
             depends=f"iteration-{k - 1}" if k else None,
-            arguments=[Parameter(name="iteration", value=str(k))],
+            # Overlapped iterations: the last one samples nothing ahead that no iteration would train.
+            arguments=[Parameter(name="iteration", value=str(k)), Parameter(name=STOP_AT, value=str(config.iterations))],
         )
         for k in range(config.iterations)
     ]

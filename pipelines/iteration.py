@@ -3,6 +3,10 @@
     prepare -> generate [serve (daemon) -> rollout x N (withParam)] -> score -> train -> commit
     onExit: record-status
 
+With overlapped iterations (``algorithm.max_staleness: 1``) a second generate,
+``generate-next``, runs iteration K+1's rollouts on checkpoint K as soon as K's have ended,
+while score, train and commit of K run beside it (docs/trainer.md, "Overlapped iterations").
+
 An evaluation (``openforge eval``, ``config.evaluation`` set) is the same DAG with report
 in place of train and commit (``build_eval_workflow``).
 
@@ -43,8 +47,8 @@ from components.core.storage import RunLayout, run_layout
 from pipelines import pod_specs
 from pipelines.ray_job import ray_job_template
 from pipelines.steps import STEPS, StepSpec
-from pipelines.steps._spec import ITERATION, Artifact
-from pipelines.steps.prepare import NEXT
+from pipelines.steps._spec import ITERATION, Artifact, input_value
+from pipelines.steps.prepare import GENERATE_NEXT, NEXT, STOP_AT
 from pipelines.steps.rollout import PROXY_PORT, TRAJECTORY_DIR, WORK_DIR, WORK_VOLUME
 from pipelines.steps.serve import HEALTH_PATH
 from pipelines.steps.serve import PORT as SERVE_PORT
@@ -84,6 +88,11 @@ def _health_probe(port: int) -> m.Probe:
 
 def _iteration_input() -> Parameter:
     return Parameter(name="iteration")
+
+
+def _stop_at_input() -> Parameter:
+    # 0: no end (the CronWorkflow); a bounded run passes its length so nothing is sampled past it.
+    return Parameter(name=STOP_AT, default="0")
 
 
 def _inputs(spec: StepSpec, layout: RunLayout) -> list[Any] | None:
@@ -250,12 +259,13 @@ def _final_steps(evaluation: bool) -> tuple[str, ...]:
     return ("report",) if evaluation else ("train", "commit")
 
 
-def _iteration_dag(evaluation: bool) -> DAG:
+def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
     """prepare -> generate -> score, then train -> commit; an evaluation ends in report instead."""
     pending = f"{_PREPARED % 'pending'} == true"
     iteration = Parameter(name="iteration", value=_PREPARED % "iteration")
+    prepare_args = [Parameter(name="iteration", value=ITERATION), Parameter(name=STOP_AT, value=input_value(STOP_AT))]
     tasks = [
-        Task(name="prepare", template="prepare", arguments=[Parameter(name="iteration", value=ITERATION)]),
+        Task(name="prepare", template="prepare", arguments=prepare_args),
         Task(
             name=GENERATE,
             template=GENERATE,
@@ -273,7 +283,21 @@ def _iteration_dag(evaluation: bool) -> DAG:
         Task(name=name, template=name, depends=after, when=pending, arguments=[iteration])
         for name, after in zip(finish, ("score", *finish))
     ]
-    return DAG(name=ENTRYPOINT, inputs=[_iteration_input()], tasks=tasks)
+    if config.algorithm.max_staleness and not evaluation:
+        # After generate, so one engine serves at a time and rollouts never exceed the concurrency.
+        tasks.append(
+            Task(
+                name=GENERATE_NEXT,
+                template=GENERATE,
+                depends=GENERATE,
+                when=f"{_PREPARED % 'next-generate'} == true",
+                arguments=[
+                    Parameter(name="iteration", value=_PREPARED % "next-iteration"),
+                    Parameter(name="rollouts", value=_PREPARED % "next-rollouts"),
+                ],
+            )
+        )
+    return DAG(name=ENTRYPOINT, inputs=[_iteration_input(), _stop_at_input()], tasks=tasks)
 
 
 def _generate_dag(config: ExperimentConfig) -> DAG:
@@ -327,7 +351,7 @@ def iteration_templates(config: ExperimentConfig) -> list[Any]:
     ]
     if not evaluation:
         steps.append(_exit_handler(config))
-    return [_iteration_dag(evaluation), _generate_dag(config), *steps]
+    return [_iteration_dag(config, evaluation), _generate_dag(config), *steps]
 
 
 def workflow_settings(config: ExperimentConfig) -> dict[str, Any]:
@@ -352,6 +376,14 @@ def workflow_settings(config: ExperimentConfig) -> dict[str, Any]:
     }
 
 
+def stop_at_parameter() -> Parameter:
+    return Parameter(
+        name=STOP_AT,
+        value="0",
+        description="Overlapped iterations sample no iteration >= this one (0: no end, as the CronWorkflow runs).",
+    )
+
+
 def config_parameter(config: ExperimentConfig) -> Parameter:
     return Parameter(name="config", value=config_yaml(config), description="The experiment config (YAML).")
 
@@ -367,6 +399,7 @@ def build_iteration_template(config: ExperimentConfig) -> WorkflowTemplate:
                 value=NEXT,
                 description="RL iteration to run: `next` (the first not yet committed) or a number.",
             ),
+            stop_at_parameter(),
             config_parameter(config),
         ],
         templates=iteration_templates(config),

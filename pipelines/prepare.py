@@ -12,7 +12,11 @@ decides what this run of the iteration template does:
   iteration (an interrupted attempt) is reused as it is, so a resumed iteration keeps
   its tasks even if the task set changed meanwhile;
 - rollouts whose outcome is already stored are left out of the fan-out, so a resumed
-  iteration never reruns (and overwrites) a finished rollout.
+  iteration never reruns (and overwrites) a finished rollout;
+- with overlapped iterations (``algorithm.max_staleness: 1``) it also plans iteration
+  k + 1 (its tasks from where iteration k's plan leaves the cursor), whose rollouts the DAG
+  runs while k trains; not past ``stop_at``, the end of a bounded run, which would sample
+  an iteration nobody trains.
 """
 
 from __future__ import annotations
@@ -38,10 +42,16 @@ class Prepared(BaseModel):
     pending: bool
     rollouts: list[dict]
     reason: str
+    # Overlapped iterations: the next iteration's rollouts left, run while this one trains.
+    next_rollouts: list[dict] = []
 
     @property
     def generate(self) -> bool:
         return self.pending and bool(self.rollouts)
+
+    @property
+    def generate_next(self) -> bool:
+        return self.pending and bool(self.next_rollouts)
 
 
 def parse_iteration(value: str) -> int | None:
@@ -53,8 +63,11 @@ def parse_iteration(value: str) -> int | None:
     return int(value)
 
 
-def prepare_step(config: ExperimentConfig, requested: int | None, store: ArtifactStore) -> Prepared:
-    """Resolve the iteration against the run's state (an evaluation: none) and plan what is left of it."""
+def prepare_step(config: ExperimentConfig, requested: int | None, store: ArtifactStore, stop_at: int = 0) -> Prepared:
+    """Resolve the iteration against the run's state (an evaluation: none) and plan what is left of it.
+
+    ``stop_at`` (0: none) is the iteration a bounded run stops before: nothing is planned ahead into it.
+    """
     layout = run_layout(config)
     if config.evaluation is not None:
         return _prepare_evaluation(config, requested or 0, store, layout)
@@ -73,7 +86,18 @@ def prepare_step(config: ExperimentConfig, requested: int | None, store: Artifac
             f"iteration {iteration} cannot run before iteration {first_open} is committed "
             f"({store.root}/{layout.state()}); submit iteration={NEXT} instead"
         )
-    return _plan_left(config, iteration, store, layout, cursor=0 if state is None else state.task_cursor)
+    prepared = _plan_left(config, iteration, store, layout, cursor=0 if state is None else state.task_cursor)
+    if config.algorithm.max_staleness and (not stop_at or iteration + 1 < stop_at):
+        prepared = _plan_next(config, prepared, store, layout)
+    return prepared
+
+
+def _plan_next(config: ExperimentConfig, prepared: Prepared, store: ArtifactStore, layout: RunLayout) -> Prepared:
+    """Plan iteration k + 1 too: its tasks start where iteration k's plan leaves the task cursor."""
+    plan = json.loads(store.get_bytes(layout.plan(prepared.iteration)))
+    ahead = _plan_left(config, prepared.iteration + 1, store, layout, cursor=int(plan["next_task_cursor"]))
+    reason = f"{prepared.reason}; overlapped: {ahead.reason}, on checkpoint {config.algorithm.sampled_version(ahead.iteration)}"
+    return prepared.model_copy(update={"next_rollouts": ahead.rollouts, "reason": reason})
 
 
 def _prepare_evaluation(config: ExperimentConfig, iteration: int, store: ArtifactStore, layout: RunLayout) -> Prepared:

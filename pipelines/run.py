@@ -201,6 +201,7 @@ def _run_iterations(
     from pipelines.executor import execute_workflow
     from pipelines.iteration import config_yaml
     from pipelines.state import next_iteration, read_state
+    from pipelines.steps.prepare import STOP_AT
 
     text = config_yaml(config)
     total = iterations or config.iterations
@@ -219,7 +220,8 @@ def _run_iterations(
             started = time.monotonic()
             execute_workflow(
                 manifests,
-                parameters={"config": text, "iteration": str(iteration)},
+                # stop-at: overlapped iterations sample nothing past the run's end.
+                parameters={"config": text, "iteration": str(iteration), STOP_AT: str(total)},
                 store=store,
                 workdir=workdir / "executor" / config.name / f"iteration-{iteration:05d}",
                 options=options(resume_rule(store, layout, iteration)),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from components.core.rollout_identity import OUTCOME_FILE
 from pipelines.executor import NodeEvent, NodePhase
+from pipelines.steps.prepare import GENERATE_NEXT
 
 # rich's progress and tables, and the outcome's pydantic models, load where they are used:
 # `openforge run` imports this module, and so does `openforge --help`.
@@ -101,20 +102,21 @@ class RunView:
         with self._lock:
             if self._plain:
                 self._line(event)
+            row = _row_name(event.node)
             if event.fan_out is not None:
-                fan = self._fan_outs[event.task] = _FanOut(self._row(event.task, total=event.fan_out))
+                fan = self._fan_outs[row] = _FanOut(self._row(row, total=event.fan_out))
                 self.progress.update(fan.row, status=fan.status())
-            elif event.task in self._fan_outs and event.node.endswith(")"):  # a child: `rollout(3)`
-                self._child(self._fan_outs[event.task], event)
+            elif row in self._fan_outs and event.node.endswith(")"):  # a child: `generate.rollout(3)`
+                self._child(self._fan_outs[row], event)
             else:
-                self._phase(event)
+                self._phase(row, event)
 
     def _line(self, event: NodeEvent) -> None:
         from components.core.outcome import RolloutStatus
 
         if event.phase is NodePhase.RUNNING:
             self._started[event.node] = time.monotonic()
-            if event.task in self._fan_outs and event.node.endswith(")"):
+            if _row_name(event.node) in self._fan_outs and event.node.endswith(")"):
                 return  # a rollout starting: its end says enough
         started = self._started.pop(event.node, None) if event.phase in _FINAL else None
         took = f" in {time.monotonic() - started:.0f} s" if started is not None else ""
@@ -126,16 +128,22 @@ class RunView:
         fan = f" ({event.fan_out} rollouts)" if event.fan_out is not None else ""
         self.console.print(f"it {self._iteration} · {event.node}{fan}: {word}{took}{detail}", markup=False, highlight=False)
 
-    def _row(self, task: str, total: int | None = None) -> TaskID:
-        if task not in self._rows:
-            self._rows[task] = self.progress.add_task(f"it {self._iteration} · {task}", total=total or 1, status="")
+    def _row(self, name: str, total: int | None = None) -> TaskID:
+        if name not in self._rows:
+            self._rows[name] = self.progress.add_task(self._describe(name), total=total or 1, status="")
         elif total is not None:
-            self.progress.update(self._rows[task], total=total)
-        return self._rows[task]
+            self.progress.update(self._rows[name], total=total)
+        return self._rows[name]
 
-    def _phase(self, event: NodeEvent) -> None:
-        row = self._row(event.task)
-        if event.task in self._fan_outs:  # the fan-out's own end: counts already shown
+    def _describe(self, name: str) -> str:
+        # Overlapped iterations: generate-next runs the next iteration's rollouts while this one trains.
+        if name.startswith(f"{GENERATE_NEXT}."):
+            return f"it {self._iteration + 1} · {name.removeprefix(GENERATE_NEXT + '.')} (overlapped)"
+        return f"it {self._iteration} · {name}"
+
+    def _phase(self, name: str, event: NodeEvent) -> None:
+        row = self._row(name)
+        if name in self._fan_outs:  # the fan-out's own end: counts already shown
             return
         done = event.phase in _FINAL or event.phase is NodePhase.DAEMONED
         self.progress.update(row, status=_PHASE_WORDS[event.phase], completed=1 if done else 0)
@@ -161,6 +169,14 @@ class RunView:
                     fan.ok += 1
                 self.progress.advance(fan.row)
         self.progress.update(fan.row, status=fan.status())
+
+
+def _row_name(node: str) -> str:
+    """A node's row: its path in the workflow without the DAG it ran in, unless that is
+    generate-next (the next iteration's engine and rollouts, shown apart), and without a
+    fan-out child's index."""
+    name = node.split("(", 1)[0]
+    return name if name.startswith(f"{GENERATE_NEXT}.") else name.rsplit(".", 1)[-1]
 
 
 def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: int, times: Mapping[int, float]) -> Table:

@@ -208,6 +208,19 @@ class AlgorithmConfig(_Section):
         "rewards equal, every row dropped or every rollout unusable). Off: such a train step fails with the counts "
         "per reason, because an iteration that silently trains nothing looks like one that learned nothing.",
     )
+    max_staleness: int = Field(
+        0,
+        ge=0,
+        le=1,
+        description="Overlapped iterations (docs/trainer.md, 'Overlapped iterations'). 0: each iteration samples the "
+        "checkpoint it trains. 1: iteration k+1's rollouts run on checkpoint k while iteration k trains, so the "
+        "engine does not idle during training; the update corrects with the recorded behaviour logprobs "
+        "(trainer.rollout_correction) and every call keeps the policy version that sampled it.",
+    )
+
+    def sampled_version(self, iteration: int) -> int:
+        """The checkpoint iteration ``iteration``'s rollouts sample from (the serve step serves it)."""
+        return max(iteration - self.max_staleness, 0)
 
     def row_limits(self, max_model_len: int) -> tuple[int, int]:
         """(max prompt, max response) tokens of a row; an unset limit is the engine's context length.

@@ -1,6 +1,8 @@
 """The serve step's work: put the policy for iteration k on disk and serve it.
 
-Iteration k serves the newest committed checkpoint <= k; an evaluation serves the one it
+Iteration k serves the newest committed checkpoint <= k, or <= k - 1 with overlapped
+iterations (``algorithm.max_staleness: 1``: its rollouts run while iteration k - 1 still
+trains checkpoint k; ``AlgorithmConfig.sampled_version``); an evaluation serves the one it
 names (``evaluation.checkpoint``) and commits nothing. The first iteration of a run
 finds none and commits the initial policy (the configured model, or the tiny model
 built from its seed) as version 0, so training and every later step read policies from
@@ -50,7 +52,7 @@ def prepare_policy(config: ExperimentConfig, iteration: int, store: ArtifactStor
     layout = run_layout(config)
     if config.evaluation is not None:
         return _evaluated_policy(config, store, layout, dest)
-    version = fetch_committed(store, layout, iteration, dest)
+    version = fetch_committed(store, layout, config.algorithm.sampled_version(iteration), dest)
     if version is not None:
         return version
     _initial_policy(config, dest)

@@ -7,11 +7,13 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from components.core.config import ExperimentConfig
 from components.core.metrics import merge_metrics, read_metrics
 from components.core.storage import ArtifactStore, RunLayout
+from components.core.trajectory import RecordedCall
 from components.core.trainer_config import TRAIN_WORK_DIR_ENV
 from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
 from components.trainer.batch import build_batch
@@ -62,7 +64,7 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
         data.save_to_disk(work / "batch.pt")
         store.put_bytes(layout.batch(iteration), (work / "batch.pt").read_bytes())
         trainable = check_trainable(stats, reasons, iteration, config.algorithm.allow_empty_update)
-        metrics = stats.metrics()
+        metrics = stats.metrics() | policy_lag(calls, parent)
         metrics["batch/token_text_check_on"] = float(decode is not None)
         metrics["batch/empty_update"] = float(not trainable)
         info = {"policy_version": str(version), "iteration": iteration, "parent_version": str(parent), "rows": stats.rows}
@@ -86,6 +88,20 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
         merge_metrics(store, layout.metrics(iteration), metrics)
         commit_checkpoint(store, layout, version, next_dir)
     return metrics
+
+
+def policy_lag(calls: Mapping[str, list[RecordedCall]], trained_from: int) -> dict[str, float]:
+    """How many versions behind the trained checkpoint the batch's calls were sampled: 0 in
+    order, 1 with overlapped iterations (``algorithm.max_staleness``; the update's ratio is
+    against the recorded behaviour logprobs, so it corrects for the lag). Calls whose engine
+    reported no version (an engine outside OpenForge) are left out."""
+    lags = []
+    for call in (c for rollout in calls.values() for c in rollout):
+        # The dev engine reports the version; vLLM the path it loaded, whose last part is the version.
+        version = (call.policy_version or "").rstrip("/").rsplit("/", 1)[-1]
+        if version.isdigit():
+            lags.append(trained_from - int(version))
+    return {"batch/policy_lag_mean": sum(lags) / len(lags), "batch/policy_lag_max": float(max(lags))} if lags else {}
 
 
 def _pad_token_id(model_dir: Path) -> int:

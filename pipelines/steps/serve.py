@@ -1,7 +1,7 @@
 """serve: the inference engine on this iteration's checkpoint, as a daemon of the generate sub-DAG.
 
 Calls ``components.engine.step.serve_iteration``: the newest committed checkpoint <= K
-(committing the initial policy first), on the dev engine or vLLM as ``engine.kind`` says.
+(<= K - 1 with ``algorithm.max_staleness: 1``; committing the initial policy first), on the dev engine or vLLM as ``engine.kind`` says.
 The workflow waits for its readiness probe on ``PORT`` before any rollout starts.
 """
 

@@ -76,14 +76,15 @@ def prepare(args: argparse.Namespace) -> None:
     from pipelines.steps.prepare import write_outputs
 
     config, store, _ = _store()
-    prepared = prepare_step(config, parse_iteration(args.iteration), store)
+    prepared = prepare_step(config, parse_iteration(args.iteration), store, args.stop_at)
     write_outputs(prepared, Path(args.out_dir))
     _log("prepare", prepared.iteration, "pending" if prepared.pending else "done")
 
 
 def serve(args: argparse.Namespace) -> None:
     config, store, layout = _store()
-    version = next(v for v in range(args.iteration, -1, -1) if v == 0 or store.exists(layout.checkpoint_marker(v)))
+    newest = config.algorithm.sampled_version(args.iteration)
+    version = next(v for v in range(newest, -1, -1) if v == 0 or store.exists(layout.checkpoint_marker(v)))
     _log("serve", args.iteration, f"v{version}")
     _serve(args.port, lambda path: (200, json.dumps({"policy_version": str(version)}).encode()))
 
@@ -183,6 +184,7 @@ def main() -> None:
         step.set_defaults(run=fn)
         if name == "prepare":
             step.add_argument("--out-dir", required=True)
+            step.add_argument("--stop-at", type=int, required=True)
         if name == "serve":
             step.add_argument("--host", required=True)
             step.add_argument("--port", type=int, required=True)

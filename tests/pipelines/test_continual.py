@@ -46,7 +46,12 @@ def test_bounded_workflow_chains_every_iteration_of_the_config() -> None:
     assert workflow["spec"]["entrypoint"] == "iterations"
     tasks = template(workflow, "iterations")["dag"]["tasks"]
     assert [(t["name"], t.get("depends"), t["arguments"]["parameters"]) for t in tasks] == [
-        (f"iteration-{k}", f"iteration-{k - 1}" if k else None, [{"name": "iteration", "value": str(k)}])
+        (
+            f"iteration-{k}",
+            f"iteration-{k - 1}" if k else None,
+            # stop-at: overlapped iterations sample nothing past the run's end.
+            [{"name": "iteration", "value": str(k)}, {"name": "stop-at", "value": "3"}],
+        )
         for k in range(3)
     ]
     assert {t["template"] for t in tasks} == {"iteration"}

@@ -47,7 +47,10 @@ def test_only_a_pending_iteration_runs_past_prepare() -> None:
 def test_later_steps_take_the_iteration_prepare_resolved() -> None:
     doc = quickstart_manifest()
     prepare = dag_task(doc, "prepare")
-    assert prepare["arguments"]["parameters"] == [{"name": "iteration", "value": ITERATION}]
+    assert prepare["arguments"]["parameters"] == [
+        {"name": "iteration", "value": ITERATION},
+        {"name": "stop-at", "value": "{{inputs.parameters.stop-at}}"},
+    ]
     resolved = {"name": "iteration", "value": "{{tasks.prepare.outputs.parameters.iteration}}"}
     for step in ("generate", "score", "train", "commit"):
         assert resolved in dag_task(doc, step)["arguments"]["parameters"]
@@ -77,6 +80,9 @@ def test_rollouts_fan_out_over_the_list_prepare_writes() -> None:
         "pending": "/tmp/prepare/pending",
         "generate": "/tmp/prepare/generate",
         "rollouts": "/tmp/prepare/rollouts.json",
+        "next-iteration": "/tmp/prepare/next-iteration",
+        "next-generate": "/tmp/prepare/next-generate",
+        "next-rollouts": "/tmp/prepare/next-rollouts.json",
     }
     assert template(doc, "prepare")["container"]["command"][-2:] == ["--out-dir", "/tmp/prepare"]
 
@@ -99,7 +105,7 @@ def test_serve_is_a_daemon_ready_when_health_answers() -> None:
 def test_every_container_runs_its_step_with_the_config_and_iteration() -> None:
     doc = quickstart_manifest()
     declared = {p["name"] for p in doc["spec"]["arguments"]["parameters"]}
-    assert declared == {"iteration", "config"}
+    assert declared == {"iteration", "stop-at", "config"}
     for step in STEPS:
         tmpl = template(doc, step)
         assert tmpl["container"]["command"][:5] == ["openforge", "step", step, "--iteration", ITERATION]

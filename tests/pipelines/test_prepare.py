@@ -84,6 +84,37 @@ def test_a_resumed_iteration_keeps_its_plan_and_skips_finished_rollouts(
     assert last.pending and not last.generate and last.rollouts == []
 
 
+def test_overlapped_iterations_plan_the_next_one_where_this_one_leaves_the_cursor(
+    config: ExperimentConfig, store: LocalStore
+) -> None:
+    overlapped = config.model_copy(update={"algorithm": config.algorithm.model_copy(update={"max_staleness": 1})})
+    layout = RunLayout("prep")
+    _commit(store, last=0, cursor=2)
+    prepared = prepare_step(overlapped, None, store)
+    assert prepared.iteration == 1 and prepared.generate and prepared.generate_next
+    plan, ahead = (json.loads(store.get_bytes(layout.plan(k))) for k in (1, 2))
+    # Two tasks per iteration from three: iteration 2 starts where iteration 1 leaves the cursor.
+    assert (plan["task_cursor"], plan["next_task_cursor"], ahead["task_cursor"]) == (2, 4, 4)
+    assert {r["task_id"] for r in prepared.next_rollouts} == set(ahead["tasks"])
+    assert "overlapped: iteration 2 planned: 4 of 4 rollouts" in prepared.reason and "on checkpoint 1" in prepared.reason
+    # A resumed attempt reuses the next iteration's plan and leaves out its stored rollouts.
+    store.put_bytes(layout.outcome(2, prepared.next_rollouts[0]["rollout_id"]), b"{}")
+    again = prepare_step(overlapped, None, store)
+    assert len(again.next_rollouts) == 3 and "iteration 2 resumed" in again.reason
+    assert json.loads(store.get_bytes(layout.plan(2))) == ahead
+    # The end of a bounded run: nothing ahead of it; the same with overlap off.
+    assert prepare_step(overlapped, None, store, stop_at=2).next_rollouts == []
+    assert not prepare_step(config, None, store).generate_next
+
+
+def test_an_iteration_already_committed_plans_nothing_ahead(config: ExperimentConfig, store: LocalStore) -> None:
+    overlapped = config.model_copy(update={"algorithm": config.algorithm.model_copy(update={"max_staleness": 1})})
+    _commit(store, last=1, cursor=4)
+    done = prepare_step(overlapped, 1, store)
+    assert not done.pending and not done.generate_next
+    assert not store.exists(RunLayout("prep").plan(2))
+
+
 def test_parse_iteration_takes_next_or_a_number() -> None:
     assert parse_iteration("next") is None and parse_iteration("7") == 7
     with pytest.raises(PrepareError, match="non-negative number or 'next'"):
@@ -101,6 +132,9 @@ def test_prepare_command_writes_one_file_per_output(config: ExperimentConfig, tm
         "iteration": "0",
         "pending": "true",
         "generate": "true",
+        "next-iteration": "1",
+        "next-generate": "false",  # max_staleness 0: nothing is planned ahead
+        "next-rollouts.json": "[]",
     }
     assert len(json.loads((out / "rollouts.json").read_text())) == 4
     refused = CliRunner().invoke(app, ["step", "prepare", "--iteration", "3", "--out-dir", str(out)], env=env)

@@ -115,3 +115,24 @@ def test_on_a_terminal_the_live_view_alone_shows_progress() -> None:
     view.observe(NodeEvent("prepare", "prepare", NodePhase.SUCCEEDED))
 
     assert "it 0 · prepare:" not in out.getvalue()
+
+
+def test_the_next_iterations_overlapped_rollouts_count_on_their_own_row(tmp_path: Path) -> None:
+    out = io.StringIO()
+    console = Console(file=out, width=160, force_terminal=True, color_system=None)  # the live rows, no colour codes
+    view = RunView(console)
+    view.start_iteration(3)
+    events = [
+        NodeEvent("rollout", "generate.rollout", NodePhase.RUNNING, fan_out=2),
+        NodeEvent("rollout", "generate.rollout(0)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "a", "ok")),
+        NodeEvent("rollout", "generate-next.rollout", NodePhase.RUNNING, fan_out=3),
+        NodeEvent("rollout", "generate-next.rollout(0)", NodePhase.SUCCEEDED, outputs=_outcome(tmp_path, "b", "timeout")),
+        NodeEvent("serve", "generate-next.serve", NodePhase.DAEMONED),
+    ]
+    for event in events:
+        view.observe(event)
+    lines = _render(view.progress, console, out).splitlines()
+    row = next(line for line in reversed(lines) if "it 4 · rollout (overlapped)" in line)
+    assert "1/3" in row and "ok 0 · failed 1" in row
+    assert any("it 3 · rollout " in line and "1/2" in line and "ok 1 · failed 0" in line for line in lines)
+    assert any("it 4 · serve (overlapped)" in line and "serving" in line for line in lines)

@@ -10,7 +10,7 @@ from components.core.checkpoints import commit_checkpoint
 from components.core.config import ExperimentConfig
 from components.core.storage import LocalStore, RunLayout
 from components.trainer.cpu_update import UpdateError
-from components.trainer.step import train_iteration
+from components.trainer.step import policy_lag, train_iteration
 
 
 class _RecordingStore(LocalStore):
@@ -267,3 +267,27 @@ def test_a_resumed_optimizer_takes_its_hyperparameters_from_the_config(tiny_mode
     other = torch.nn.Linear(3, 2)
     with pytest.raises(Refused, match="delete optimizer.pt"):
         build_optimizer(other, AlgorithmConfig(), first.state_dict())
+
+
+def test_policy_lag_says_how_far_behind_the_trained_checkpoint_each_call_was_sampled(call):
+    calls = {
+        "a-s0": [call(0, [1, 2], [3], policy_version="2"), call(1, [1, 2, 3], [4], policy_version="3")],
+        # vLLM reports the path it loaded; its last part is the version. No version: left out.
+        "a-s1": [call(0, [1], [2], session="a-s1", policy_version="/tmp/served/2"), call(1, [1], [2], session="a-s1")],
+    }
+    assert policy_lag(calls, trained_from=3) == {"batch/policy_lag_mean": 2 / 3, "batch/policy_lag_max": 1.0}
+    assert policy_lag({"b-s0": [call(0, [1], [2])]}, trained_from=3) == {}
+
+
+def test_a_batch_sampled_one_version_back_trains_and_reports_its_lag(run, two_turn_group):
+    config, store, layout = run
+    train_iteration(config, 0, store)
+    calls, _ = two_turn_group
+    # Iteration 1 of an overlapped run: its calls were sampled from checkpoint 0, it trains checkpoint 1.
+    _copy_iteration(store, layout, calls, 0, 1)
+    for rollout_id, session in calls.items():
+        sampled = "".join(c.model_copy(update={"policy_version": "0"}).model_dump_json() + "\n" for c in session)
+        store.put_bytes(layout.trajectory(1, rollout_id), sampled.encode())
+    metrics = train_iteration(config, 1, store)
+    assert metrics["batch/policy_lag_mean"] == 1.0 and metrics["batch/trained_tokens"] > 0
+    assert json.loads(store.get_bytes(f"{layout.checkpoint(2)}/openforge_checkpoint.json"))["parent_version"] == "1"

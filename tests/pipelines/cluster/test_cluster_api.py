@@ -75,7 +75,7 @@ def test_deploy_again_updates_in_place_naming_the_version_it_replaces(
     assert _without_version(puts[0].body["template"]) == manifest_of_kind(compile_config(changed), "WorkflowTemplate")
     assert {d.action for d in deployed} == {"updated"}
     stored = argo.objects[("workflow-templates", "openforge", "cluster-quickstart-iteration")]
-    assert "seed: 7" in stored["spec"]["arguments"]["parameters"][1]["value"]
+    assert "seed: 7" in next(p["value"] for p in stored["spec"]["arguments"]["parameters"] if p["name"] == "config")
 
 
 def test_submit_sends_the_compiled_bounded_workflow_and_links_to_it(argo: RecordingArgoServer, config: ExperimentConfig) -> None:

@@ -24,6 +24,7 @@ _EXPRESSION = re.compile(r"\{\{([^}]+)\}\}")
 # A value the workflow could put in each expression, as the container would receive it.
 _SAMPLES = {
     "inputs.parameters.iteration": "3",
+    "inputs.parameters.stop-at": "5",
     "inputs.parameters.rollout-id": "write-hello-s0",
     "workflow.name": "demo-iteration-x7k2p",
     "workflow.status": "Succeeded",

@@ -140,7 +140,7 @@ def _serve_without_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_each_training_step_touches_only_the_keys_its_spec_declares(config, accesses, monkeypatch, tmp_path) -> None:
     _serve_without_engine(monkeypatch)
-    _run_step("prepare", config, accesses, monkeypatch, iteration="next", out_dir=tmp_path / "prepared")
+    _run_step("prepare", config, accesses, monkeypatch, iteration="next", stop_at=0, out_dir=tmp_path / "prepared")
     rollouts = json.loads((tmp_path / "prepared" / "rollouts.json").read_text())
     _run_step("serve", config, accesses, monkeypatch, iteration=0, host="127.0.0.1", port=0)
     _rollout_artifacts(config, 0, rollouts, passed={"alpha-s0", "beta-s1"})
@@ -154,7 +154,7 @@ def test_each_training_step_touches_only_the_keys_its_spec_declares(config, acce
 def test_each_evaluation_step_touches_only_the_keys_its_spec_declares(config, accesses, monkeypatch, tmp_path) -> None:
     _serve_without_engine(monkeypatch)
     evaluation = ExperimentConfig.model_validate({**config.model_dump(), "evaluation": {"id": "e1", "checkpoint": "base"}})
-    _run_step("prepare", evaluation, accesses, monkeypatch, iteration="0", out_dir=tmp_path / "prepared")
+    _run_step("prepare", evaluation, accesses, monkeypatch, iteration="0", stop_at=0, out_dir=tmp_path / "prepared")
     rollouts = json.loads((tmp_path / "prepared" / "rollouts.json").read_text())
     _run_step("serve", evaluation, accesses, monkeypatch, iteration=0, host="127.0.0.1", port=0)
     _rollout_artifacts(evaluation, 0, rollouts, passed={"alpha-s0"})
@@ -169,7 +169,7 @@ def test_an_undeclared_write_is_caught(config, accesses, monkeypatch, tmp_path) 
     import dataclasses
 
     _serve_without_engine(monkeypatch)
-    _run_step("prepare", config, accesses, monkeypatch, iteration="next", out_dir=tmp_path / "prepared")
+    _run_step("prepare", config, accesses, monkeypatch, iteration="next", stop_at=0, out_dir=tmp_path / "prepared")
     _rollout_artifacts(config, 0, json.loads((tmp_path / "prepared" / "rollouts.json").read_text()), passed={"alpha-s0"})
     narrowed = dataclasses.replace(STEPS["score"], writes=("rewards", "costs"))
     monkeypatch.setitem(STEPS, "score", narrowed)
