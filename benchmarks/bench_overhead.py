@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/bench_overhead.py --cli-start   # only the cold `openforge --help` (seconds)
     .venv/bin/python benchmarks/bench_overhead.py --engines     # only the dev engine vs vLLM's CPU build (minutes)
     .venv/bin/python benchmarks/bench_overhead.py --sandbox     # only a rollout pod's start-up, sandboxed or not (a minute)
+    .venv/bin/python benchmarks/bench_overhead.py --overlap     # only a 4-iteration quickstart, overlapped or not (minutes)
 
 Runs examples/quickstart.yaml (all its iterations) through ``run_experiment`` into a fresh
 store under .bench/overhead/, timing it from outside: the executor's node events, the
@@ -15,8 +16,9 @@ quickstart at each rollout concurrency of ``SWEEP`` for rollouts per minute, and
 start-up cost of each kind of process and the cold start of `openforge --help`, measured
 apart, and the dev engine against vLLM's CPU build on the tiny model (``overhead/engines.py``;
 skipped, saying so, without `make vllm`), and a rollout pod's start-up under the `process`
-and the `sandbox` runtime (``overhead/sandbox.py``). Rewrites the "Pipeline overhead" section of
-docs/benchmarks.md (``--cli-start``, ``--engines``, ``--sandbox``: that part's subsection alone). Exits 1
+and the `sandbox` runtime (``overhead/sandbox.py``), and a 4-iteration quickstart in order
+against overlapped (``overhead/overlap.py``). Rewrites the "Pipeline overhead" section of
+docs/benchmarks.md (``--cli-start``, ``--engines``, ``--sandbox``, ``--overlap``: that part's subsection alone). Exits 1
 when the overhead target is missed (``--cli-start``: the `--help` target).
 """
 
@@ -35,7 +37,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section, write_subsection
-from benchmarks.overhead import cli_start, engines, report, sandbox
+from benchmarks.overhead import cli_start, engines, overlap, report, sandbox
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
 from benchmarks.pipeline_runs import bench_config, run_fresh
@@ -131,12 +133,15 @@ def run(workdir: Path, doc: bool) -> int:
     engine_comparison = measure_engines(COMMAND, workdir)
     _log("a rollout pod's start-up, process and sandbox runtimes alternating")
     sandbox_figures = measure_sandbox(COMMAND)
+    _log("the quickstart in order, then overlapped")
+    overlap_figures = measure_overlap(COMMAND, workdir)
 
     print("\n".join(report.terminal_lines(quickstart, sweep, startup)))
     print(f"warm start of an openforge container (fork, `--help`, exit): {warm_s:.3f} s")
     print(cli_start.terminal_line(cold_help))
     print("\n".join(engines.terminal_lines(engine_comparison)))
     print("\n".join(sandbox.terminal_lines(sandbox_figures)))
+    print("\n".join(overlap.terminal_lines(overlap_figures)))
     if doc:
         info = report.RunInfo(
             command=COMMAND, date=date, machine=machine_summary(),
@@ -160,6 +165,7 @@ def run(workdir: Path, doc: bool) -> int:
         write_section(report.SECTION, section)
         write_subsection(report.SECTION, engines.SUBSECTION, engines.subsection_markdown(engine_comparison))
         write_subsection(report.SECTION, sandbox.SUBSECTION, sandbox.subsection_markdown(sandbox_figures))
+        write_subsection(report.SECTION, overlap.SUBSECTION, overlap.subsection_markdown(overlap_figures))
         _log(f"wrote the {report.SECTION!r} section of {DOC}")
     return 0 if report.target_met(quickstart) else 1
 
@@ -215,6 +221,24 @@ def run_sandbox(doc: bool) -> int:
     return 0
 
 
+def measure_overlap(command: str, workdir: Path) -> overlap.OverlapFigures:
+    """The quickstart in order and overlapped, with what the doc says about when and where they ran."""
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
+    runs = overlap.measure(REPO, workdir, _log)
+    return overlap.OverlapFigures(command, date, commit, machine_summary(), load_before, os.getloadavg(), runs)
+
+
+def run_overlap(workdir: Path, doc: bool) -> int:
+    """Only the overlap comparison: two multi-iteration quickstart runs."""
+    os.chdir(REPO)  # the quickstart's relative task folder resolves from the repository
+    measured = measure_overlap(f"{COMMAND} --overlap", workdir)
+    print("\n".join(overlap.terminal_lines(measured)))
+    if doc:
+        write_subsection(report.SECTION, overlap.SUBSECTION, overlap.subsection_markdown(measured))
+        _log(f"wrote {overlap.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "overhead",
@@ -223,7 +247,10 @@ def main() -> None:
     parser.add_argument("--cli-start", action="store_true", help="measure only the cold start of `openforge --help`")
     parser.add_argument("--engines", action="store_true", help="measure only the dev engine against vLLM's CPU build")
     parser.add_argument("--sandbox", action="store_true", help="measure only a rollout pod's start-up, sandboxed or not")
+    parser.add_argument("--overlap", action="store_true", help="measure only the quickstart overlapped against in order")
     args = parser.parse_args()
+    if args.overlap:
+        sys.exit(run_overlap(args.workdir.resolve(), doc=not args.no_doc))
     if args.sandbox:
         sys.exit(run_sandbox(doc=not args.no_doc))
     if args.engines:
