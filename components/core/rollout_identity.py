@@ -21,6 +21,7 @@ __all__ = [
     "IMAGES_DIR",
     "OUTCOME_FILE",
     "ROLLOUT_ID_FORM",
+    "SESSION_HEADER",
     "SESSION_QUERY",
     "SESSION_ROUTE",
     "TRAJECTORY_GLOB",
@@ -55,6 +56,9 @@ SESSION_ROUTE = f"/s/{{{_SESSION_PARAM}}}"
 ATTEMPT_ROUTE = f"{SESSION_ROUTE}/a/{{{_ATTEMPT_PARAM}}}"
 # ``POST /flush?session=<id>``: the one session whose file the proxy should sync.
 SESSION_QUERY = "session"
+# The header the proxy sends the engine with each call: the engine's log (and a router in
+# front of engine replicas) sees which session the call belongs to.
+SESSION_HEADER = "X-Session-ID"
 
 
 def make_rollout_id(task_id: str, sample_index: int) -> str:

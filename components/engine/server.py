@@ -14,6 +14,7 @@ from aiohttp import web
 from components.core.checkpoints import CHECKPOINT_INFO
 from components.core.choices import ChoiceBook, load_choice_book
 from components.core.parsers import ChatParsers
+from components.core.rollout_identity import SESSION_HEADER
 from components.engine._engine import DevEngine
 from components.engine._kv_cache import DEFAULT_BUDGET_MIB, DEFAULT_MAX_ENTRIES, UnsupportedModel
 from components.engine._protocol import ApiError
@@ -59,6 +60,9 @@ def policy_version_of(model_dir: Path) -> str:
 @web.middleware
 async def _errors_as_json(request: web.Request, handler: Any) -> web.StreamResponse:
     """Every failure answers in vLLM's error shape; nothing a client sends stops the server."""
+    session = request.headers.get(SESSION_HEADER)
+    if session is not None:  # the proxy names each call's session: the log shows where sessions went
+        _log.info("%s %s for session %s", request.method, request.path, session[:200])
     try:
         return await handler(request)
     except ApiError as exc:

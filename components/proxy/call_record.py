@@ -16,6 +16,7 @@ from components.core.sampling import APPLIED_SAMPLING_HEADER, sampling_mismatch
 from components.core.trajectory import SCHEMA_VERSION
 from components.proxy.call_tags import Attempt
 from components.proxy.provenance import Route
+from components.proxy.upstream import REPLICA_TAG
 from components.proxy.upstream_chat import Completion
 
 
@@ -40,6 +41,7 @@ class Call:
     # Called with (response, call_index) once a successful call is on disk (Responses conversations).
     on_recorded: Callable[[dict[str, Any] | None, int], None] | None = None
     upstream_attempts: int = 1  # sends of the request; more than one when the upstream was unreachable
+    upstream_replica: int | None = None  # the engine replica the last send went to (engine replicas only)
     applied_sampling: dict[str, Any] | None = None  # what the engine says it sampled with (dev engine only)
     sampling_problem: str | None = None  # the engine sampled otherwise than ``sampling`` says
 
@@ -99,4 +101,6 @@ class Call:
         tags = self.attempt.tags()
         if self.upstream_attempts > 1:
             tags["upstream_attempts"] = self.upstream_attempts
+        if self.upstream_replica is not None:
+            tags[REPLICA_TAG] = self.upstream_replica
         return tags

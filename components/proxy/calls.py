@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import logging
 import time
@@ -151,9 +152,10 @@ class CallHandler:
         return call, orjson.dumps(upstream_body if route is None or route.body is None else route.body)
 
     def _post(self, call: Call, body: bytes) -> Awaitable[Response]:
+        post = self._upstream.post_chat
         if call.route is not None and call.route.as_chat is not None:
-            return deliver(self._upstream.post_completions, body, call, self._config.upstream_retries)
-        return deliver(self._upstream.post_chat, body, call, self._config.upstream_retries)
+            post = self._upstream.post_completions
+        return deliver(functools.partial(post, call=call), body, call, self._config.upstream_retries)
 
     async def _complete(self, surface: Surface, call: Call, upstream_body: bytes) -> web.Response:
         status = 0

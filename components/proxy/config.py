@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, SecretBytes, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretBytes, SecretStr, field_validator, model_validator
 
 from components.core.parsers import ChatParsers, ReasoningParserName, ToolCallParserName
 
@@ -17,7 +17,9 @@ class ProxyConfig(BaseModel):
 
     upstream: str = Field(
         description="Base URL of the OpenAI-compatible engine (vLLM or the dev engine), "
-        "with or without a trailing /v1."
+        "with or without a trailing /v1. Engine replicas: several, comma-separated "
+        "(http://a:8000,http://b:8000; one without a scheme takes the first's): each session is "
+        "pinned to one, and a call a replica never received fails over to the next."
     )
     out: Path = Field(description="Directory that receives one <session_id>.jsonl per session.")
     host: str = Field("127.0.0.1", description="Interface to listen on.")
@@ -61,10 +63,11 @@ class ProxyConfig(BaseModel):
         600.0, gt=0, description="Longest wait for the upstream's next bytes before answering 504."
     )
     upstream_connect_timeout_s: float = Field(10.0, gt=0, description="Longest wait to open a connection.")
-    upstream_socket: Path | None = Field(
+    upstream_socket: str | None = Field(
         None,
         description="Reach the upstream through this Unix socket instead of its address (a sandboxed "
-        "pod's one channel to the engine, docs/executor.md); the upstream URL still names the origin.",
+        "pod's one channel to the engine, docs/executor.md); the upstream URL still names the origin. "
+        "Engine replicas: one socket per replica, comma-separated, in the upstream's order.",
     )
     upstream_connections: int = Field(
         1024, ge=1, description="Size of the pooled connection set to the upstream (one per call in flight)."
@@ -122,8 +125,38 @@ class ProxyConfig(BaseModel):
         value = value.strip().rstrip("/")
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"upstream {value!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000)")
-        # Accept both ".../v1" and the bare base URL: the proxy appends the API paths itself.
-        return value[: -len("/v1")] if value.endswith("/v1") else value
+        scheme = value.split("://", 1)[0]
+        replicas = []
+        for part in value.split(","):
+            part = part.strip().rstrip("/")
+            if "://" not in part:  # a replica's bare host:port, as the manifest lists them
+                part = f"{scheme}://{part}"
+            if not part.startswith(("http://", "https://")) or part.endswith("://"):
+                raise ValueError(f"upstream replica {part!r} in {value!r} is not an http:// or https:// address")
+            # Accept both ".../v1" and the bare base URL: the proxy appends the API paths itself.
+            replicas.append(part[: -len("/v1")] if part.endswith("/v1") else part)
+        return ",".join(replicas)
+
+    @property
+    def upstreams(self) -> tuple[str, ...]:
+        """The engine replicas' base URLs (one without replicas)."""
+        return tuple(self.upstream.split(","))
+
+    @property
+    def upstream_sockets(self) -> tuple[Path | None, ...]:
+        """Each replica's Unix socket, in the replicas' order (None: reach it by its address)."""
+        if self.upstream_socket is None:
+            return (None,) * len(self.upstreams)
+        return tuple(Path(p.strip()) for p in self.upstream_socket.split(","))
+
+    @model_validator(mode="after")
+    def _one_socket_per_replica(self) -> "ProxyConfig":
+        if len(self.upstream_sockets) != len(self.upstreams):
+            raise ValueError(
+                f"{len(self.upstream_sockets)} upstream socket(s) for {len(self.upstreams)} upstream replica(s); "
+                "give one socket per replica, in the same order"
+            )
+        return self
 
     @field_validator("session_secret")
     @classmethod

@@ -1,21 +1,29 @@
-"""The connection to the engine: one pooled HTTP client, and its model list kept fresh.
+"""The connection to the engine: one pooled HTTP client per replica, and the model list kept fresh.
 
 The model list gives two things a record needs: the model name to send when the proxy
 was not told one, and the policy version (checkpoint) the engine is serving. It is read
 lazily; only calls made before the first answer wait for it, later refreshes run in the
 background at most every ``policy_refresh_s`` seconds.
+
+With engine replicas (``engine.replicas``, several ``--upstream`` addresses) each session
+is pinned to one replica by a hash of its id, the same in every proxy, so its calls share
+that replica's prefix cache. A replica that does not take a call (refused, reset before
+any answer) is set aside for ``REPLICA_DOWN_S``: the call is sent again (``retries.py``)
+to the next replica in order, and so are its sessions' later calls.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
+from components.core.rollout_identity import SESSION_HEADER
 from components.engine.cut_route import CUT_ROUTE
 from components.proxy.config import ProxyConfig
 from components.proxy.errors import ProxyError, undelivered, upstream_exception
@@ -23,6 +31,29 @@ from components.proxy.http_client import Response, UpstreamClient
 
 _log = logging.getLogger(__name__)
 _MODELS_TIMEOUT_S = 5.0
+REPLICA_DOWN_S = 60.0
+# The record's tag naming the replica that answered (engine replicas only).
+REPLICA_TAG = "upstream_replica"
+
+
+def pinned_replica(session_id: str, replicas: int) -> int:
+    """The replica a session's calls go to while it is up: sha256, so every proxy agrees."""
+    return int.from_bytes(hashlib.sha256(session_id.encode()).digest()[:8], "big") % replicas
+
+
+@dataclass
+class _Replica:
+    index: int
+    url: str
+    http: UpstreamClient
+    down_until: float = float("-inf")
+
+
+class SendsToReplica(Protocol):
+    """What the upstream reads and notes on a call it sends (``call_record.Call``)."""
+
+    session_id: str
+    upstream_replica: int | None
 
 
 @dataclass(frozen=True)
@@ -67,7 +98,7 @@ class Upstream:
     """The proxy's only client of the engine; create it inside the running event loop."""
 
     def __init__(self, config: ProxyConfig) -> None:
-        self.base_url = config.upstream
+        self.base_url = config.upstream  # every replica's, for messages
         self.timeout_s = config.upstream_timeout_s
         self._refresh_s = config.policy_refresh_s
         key = config.upstream_api_key
@@ -75,30 +106,33 @@ class Upstream:
         headers = {"Accept": "application/json, text/event-stream"}
         if self._key is not None:  # only the proxy's own upstream key goes out, never the harness's
             headers["Authorization"] = f"Bearer {self._key}"
-        self._http = UpstreamClient(
-            config.upstream,
-            limit=config.upstream_connections,
-            connect_timeout_s=config.upstream_connect_timeout_s,
-            read_timeout_s=config.upstream_timeout_s,
-            headers=headers,
-            unix_socket=None if config.upstream_socket is None else str(config.upstream_socket),
-        )
+        self._replicas = [
+            _Replica(index, url, UpstreamClient(
+                url,
+                limit=config.upstream_connections,
+                connect_timeout_s=config.upstream_connect_timeout_s,
+                read_timeout_s=config.upstream_timeout_s,
+                headers=headers,
+                unix_socket=None if socket is None else str(socket),
+            ))
+            for index, (url, socket) in enumerate(zip(config.upstreams, config.upstream_sockets))
+        ]  # fmt: skip
         self._models: ModelsInfo | None = None
         self._models_read_at = float("-inf")
         self._models_task: asyncio.Task[None] | None = None
 
-    async def post_chat(self, body: bytes) -> Response:
-        """Send a chat request; the caller reads and releases the response."""
-        return await self._post("/v1/chat/completions", body)
+    async def post_chat(self, body: bytes, call: SendsToReplica) -> Response:
+        """Send a chat request for ``call`` (to its session's replica); the caller reads and releases the response."""
+        return await self._post("/v1/chat/completions", body, call)
 
-    async def post_completions(self, body: bytes) -> Response:
+    async def post_completions(self, body: bytes, call: SendsToReplica) -> Response:
         """Send a text-completion request (a token-id prompt); the caller reads and releases the response."""
-        return await self._post("/v1/completions", body)
+        return await self._post("/v1/completions", body, call)
 
-    async def tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
+    async def tokenize(self, body: dict[str, Any], session_id: str = "") -> dict[str, Any]:
         """vLLM's ``POST /tokenize`` (a chat rendered by the engine's template); ProxyError on failure."""
         try:
-            status, payload = await self._exchange("POST", "/tokenize", orjson.dumps(body), self.timeout_s)
+            status, payload = await self._exchange("POST", "/tokenize", orjson.dumps(body), self.timeout_s, session_id)
         except OSError as exc:
             raise self.failure(exc) from exc
         try:
@@ -110,13 +144,36 @@ class Upstream:
             raise ProxyError(502, problem, code="upstream_invalid")
         return data
 
-    async def _post(self, path: str, body: bytes) -> Response:
+    async def _post(self, path: str, body: bytes, call: SendsToReplica) -> Response:
+        replica = self._replica_for(call.session_id)
+        if len(self._replicas) > 1:
+            call.upstream_replica = replica.index
         try:
-            return await self._http.request("POST", path, body)
+            return await replica.http.request("POST", path, body, headers={SESSION_HEADER: call.session_id})
         except OSError as exc:  # TimeoutError and ConnectionError are OSErrors
             err = self.failure(exc)
             err.undelivered = undelivered(exc)  # no response header came: the caller may send it again
+            if err.undelivered and len(self._replicas) > 1:
+                self._set_aside(replica, call.session_id, exc)
             raise err from exc
+
+    def _replica_for(self, session_id: str) -> _Replica:
+        """The session's pinned replica, or the next one up after it (all down: the pinned one)."""
+        count, now = len(self._replicas), time.monotonic()
+        start = pinned_replica(session_id, count) if count > 1 and session_id else 0
+        for step in range(count):
+            replica = self._replicas[(start + step) % count]
+            if replica.down_until <= now:
+                return replica
+        return self._replicas[start]
+
+    def _set_aside(self, replica: _Replica, session_id: str, exc: BaseException) -> None:
+        if replica.down_until <= time.monotonic():
+            _log.warning(
+                "engine replica %d (%s) did not take a call of session %s (%s): its sessions go to the next replica "
+                "for %.0f s", replica.index, replica.url, session_id, type(exc).__name__, REPLICA_DOWN_S,
+            )  # fmt: skip
+        replica.down_until = time.monotonic() + REPLICA_DOWN_S
 
     def failure(self, exc: BaseException) -> ProxyError:
         """The client-facing error for a failure while reading an upstream answer."""
@@ -148,8 +205,11 @@ class Upstream:
         except OSError as exc:
             raise self._redacted(upstream_exception(exc, self.base_url, _MODELS_TIMEOUT_S)) from exc
 
-    async def _exchange(self, method: str, path: str, body: bytes, read_timeout_s: float) -> tuple[int, bytes]:
-        resp = await self._http.request(method, path, body, read_timeout_s=read_timeout_s)
+    async def _exchange(
+        self, method: str, path: str, body: bytes, read_timeout_s: float, session_id: str = ""
+    ) -> tuple[int, bytes]:
+        # Reads (models, the cut, tokenize) go where the session's calls go; without one, the first replica up.
+        resp = await self._replica_for(session_id).http.request(method, path, body, read_timeout_s=read_timeout_s)
         try:
             return resp.status, await resp.read()
         finally:
@@ -171,7 +231,8 @@ class Upstream:
     async def close(self) -> None:
         if self._models_task is not None:
             self._models_task.cancel()
-        await self._http.close()
+        for replica in self._replicas:
+            await replica.http.close()
 
     async def _refresh_models(self) -> None:
         try:
