@@ -1,4 +1,5 @@
-"""The one way out of a sandboxed pod: a Unix socket that forwards to one loopback address.
+"""The one way out of a sandboxed pod: a Unix socket that forwards to one loopback address
+(engine replicas: one socket per replica, each to its replica).
 
 A sandboxed rollout pod has a network namespace of its own holding only loopback, so
 nothing in it can reach the engine, MLflow, the store or another pod by address. The
@@ -7,7 +8,7 @@ Unix socket that it binds into the proxy sidecar only; the proxy reaches its ups
 through that socket (``OPENFORGE_UPSTREAM_SOCKET``). Bytes are copied both ways,
 unchanged; every connection goes to the one address given, whatever it sends.
 
-    python -m pipelines.executor._channel --socket PATH --to 127.0.0.1:PORT
+    python -m pipelines.executor._channel --socket PATH --to 127.0.0.1:PORT [--socket PATH2 --to ...]
 """
 
 from __future__ import annotations
@@ -69,49 +70,77 @@ async def serve(socket_path: str, host: str, port: int, ready: asyncio.Event | N
         await server.serve_forever()
 
 
-CHANNEL_PATH = "/run/openforge/engine.sock"  # where the proxy sidecar finds the channel, in its own file system
+def socket_name(replica: int) -> str:
+    """The file name of replica ``replica``'s channel socket (replica 0's is the one a pod without replicas has)."""
+    return "engine.sock" if replica == 0 else f"engine-{replica}.sock"
 
 
+def channel_path(replica: int = 0) -> str:
+    """Where the proxy sidecar finds replica ``replica``'s channel, in its own file system."""
+    return f"/run/openforge/{socket_name(replica)}"
+
+
+CHANNEL_PATH = channel_path(0)
 CHANNEL_CONTAINER = "proxy"  # the pod's one container that reaches the engine (the compiled proxy sidecar)
 
 
-def channel_target(sidecars: Sequence[ContainerRun], container: str = CHANNEL_CONTAINER) -> str | None:
-    """``HOST:PORT`` of ``container``'s ``--upstream``; None when the pod has no such container or flag."""
+def channel_env(replicas: int) -> str:
+    """The proxy's ``OPENFORGE_UPSTREAM_SOCKET``: each replica's channel, in its ``--upstream``'s order."""
+    return ",".join(channel_path(index) for index in range(replicas))
+
+
+def channel_targets(sidecars: Sequence[ContainerRun], container: str = CHANNEL_CONTAINER) -> list[str]:
+    """``HOST:PORT`` of each address in ``container``'s ``--upstream`` (several for engine replicas,
+    comma-separated; one without a scheme takes the first's); [] when the pod has no such container or flag."""
     from urllib.parse import urlsplit
 
     from components.core.services import ServiceError
 
     argv = next((run.argv for run in sidecars if run.name == container), [])
     if "--upstream" not in argv[:-1]:
-        return None
-    url = urlsplit(argv[argv.index("--upstream") + 1])
-    if url.scheme != "http" or not url.hostname:
-        raise ServiceError(f"container {container!r}: --upstream {url.geturl()!r} is not an http:// address to forward")
-    return f"{url.hostname}:{url.port or 80}"
+        return []
+    targets = []
+    for part in argv[argv.index("--upstream") + 1].split(","):
+        url = urlsplit(part if "://" in part else f"http://{part}")
+        if url.scheme != "http" or not url.hostname:
+            raise ServiceError(f"container {container!r}: --upstream {url.geturl()!r} is not an http:// address to forward")
+        targets.append(f"{url.hostname}:{url.port or 80}")
+    return targets
 
 
-def forwarder_argv(socket_path: Path, target: str) -> list[str]:
-    """The command line of a forwarder from ``socket_path`` to ``target`` (run with this checkout importable)."""
-    return [sys.executable, "-m", "pipelines.executor._channel", "--socket", str(socket_path), "--to", target]
+def forwarder_argv(pairs: Sequence[tuple[Path, str]]) -> list[str]:
+    """The command line of a forwarder from each socket to its target (run with this checkout importable)."""
+    args = [arg for socket_path, target in pairs for arg in ("--socket", str(socket_path), "--to", target)]
+    return [sys.executable, "-m", "pipelines.executor._channel", *args]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m pipelines.executor._channel", description=__doc__)
-    parser.add_argument("--socket", required=True, help="Unix socket to listen on (replaced if it exists)")
-    parser.add_argument("--to", required=True, help="HOST:PORT every connection goes to")
+    parser.add_argument("--socket", required=True, action="append", help="Unix socket to listen on (replaced if it exists)")
+    parser.add_argument("--to", required=True, action="append", help="HOST:PORT every connection to the --socket before it goes to")
     args = parser.parse_args(argv)
-    host, _, port = args.to.rpartition(":")
-    if not host or not port.isdigit():
-        parser.error(f"--to {args.to!r} is not HOST:PORT")
+    if len(args.socket) != len(args.to):
+        parser.error(f"{len(args.socket)} --socket for {len(args.to)} --to: give them in pairs")
+    pairs = []
+    for socket_path, target in zip(args.socket, args.to):
+        host, _, port = target.rpartition(":")
+        if not host or not port.isdigit():
+            parser.error(f"--to {target!r} is not HOST:PORT")
+        pairs.append((socket_path, host, int(port)))
     loop = asyncio.new_event_loop()
-    task = loop.create_task(serve(args.socket, host, int(port)))
+    task = loop.create_task(_serve_all(pairs))
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, task.cancel)
     with contextlib.suppress(asyncio.CancelledError):
         loop.run_until_complete(task)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(args.socket)
+    for socket_path in args.socket:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(socket_path)
     sys.exit(0)
+
+
+async def _serve_all(pairs: Sequence[tuple[str, str, int]]) -> None:
+    await asyncio.gather(*(serve(socket_path, host, port) for socket_path, host, port in pairs))
 
 
 if __name__ == "__main__":

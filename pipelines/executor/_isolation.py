@@ -37,7 +37,7 @@ from typing import Any
 
 from components.core.services import Service, ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
-from pipelines.executor._channel import CHANNEL_CONTAINER, CHANNEL_PATH, channel_target, forwarder_argv
+from pipelines.executor._channel import CHANNEL_CONTAINER, channel_env, channel_path, channel_targets, forwarder_argv, socket_name
 from pipelines.executor._processes import ProcessRegistry, RunningPod
 from pipelines.executor._sandbox import ContainerRun, PodPlan
 
@@ -154,16 +154,16 @@ def start_sandboxed_pod(plan: PodPlan, log_dir: Path, registry: ProcessRegistry,
         holder = registry.start(_holder_run(plan), log_dir / "netns.log")
         helpers.append(holder)
         _wait_for(lambda: _NET_UP in holder.log_path.read_text(errors="replace"), holder, "the pod's network namespace")
-        socket_path = channel_dir / "engine.sock"
-        channel = _channel_run(plan, options, socket_path)
+        sockets = [channel_dir / socket_name(i) for i in range(len(channel_targets(plan.sidecars, options.channel_container)))]
+        channel = _channel_run(plan, options, sockets)
         if channel is not None:
             forwarder = registry.start(channel, log_dir / "channel.log")
             helpers.append(forwarder)
-            _wait_for(socket_path.exists, forwarder, "the engine channel")
+            _wait_for(lambda: all(s.exists() for s in sockets), forwarder, "the engine channel")
         plan.sandbox.mkdir(parents=True, exist_ok=True)  # bound into every container, even a pod without volumes
         if os.geteuid() == 0:
             _hand_over(plan.sandbox)
-        wrap = _Wrapper(holder.process.pid, plan.sandbox, options.mounts(plan.sandbox), socket_path if channel else None, options)
+        wrap = _Wrapper(holder.process.pid, plan.sandbox, options.mounts(plan.sandbox), tuple(sockets if channel else ()), options)
         sidecars: list[Service] = []
         try:
             for run in plan.sidecars:
@@ -191,7 +191,7 @@ class _Wrapper:
     holder_pid: int
     pod_dir: Path
     mounts: list[str]
-    socket: Path | None
+    sockets: tuple[Path, ...]  # the channel's, one per engine replica (none: the pod reaches no engine)
     options: SandboxOptions
 
     def __call__(self, run: ContainerRun) -> ContainerRun:
@@ -199,9 +199,11 @@ class _Wrapper:
         env.update(self.options.env)
         env.update(run.env)
         mounts = list(self.mounts)
-        if self.socket is not None and run.name == self.options.channel_container:
-            mounts += [*_mount_point(Path(CHANNEL_PATH), {Path("/run")}), "--ro-bind", str(self.socket), CHANNEL_PATH]
-            env[UPSTREAM_SOCKET_ENV] = CHANNEL_PATH
+        if self.sockets and run.name == self.options.channel_container:
+            mounts += _mount_point(Path(channel_path()), {Path("/run")})
+            for index, socket in enumerate(self.sockets):
+                mounts += ["--ro-bind", str(socket), channel_path(index)]
+            env[UPSTREAM_SOCKET_ENV] = channel_env(len(self.sockets))
         else:
             env.pop(UPSTREAM_SOCKET_ENV, None)
         argv = [
@@ -245,12 +247,12 @@ def _holder_run(plan: PodPlan) -> ContainerRun:
     return ContainerRun(name="netns", argv=[*unshare, "--", sys.executable, "-c", _HOLDER], env={}, cwd=Path("/"))
 
 
-def _channel_run(plan: PodPlan, options: SandboxOptions, socket_path: Path) -> ContainerRun | None:
-    """The forwarder for the channel container's ``--upstream``; None when the pod has no such container."""
-    target = channel_target(plan.sidecars, options.channel_container)
-    if target is None:
+def _channel_run(plan: PodPlan, options: SandboxOptions, sockets: list[Path]) -> ContainerRun | None:
+    """The forwarder for the channel container's ``--upstream`` (each replica's); None when the pod has no such container."""
+    targets = channel_targets(plan.sidecars, options.channel_container)
+    if not targets:
         return None
-    argv = forwarder_argv(socket_path, target)
+    argv = forwarder_argv(list(zip(sockets, targets)))
     return ContainerRun(name="channel", argv=argv, env={"PYTHONPATH": str(_PROJECT_ROOT)}, cwd=Path("/"))
 
 

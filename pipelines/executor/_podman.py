@@ -39,7 +39,7 @@ from typing import Any
 
 from components.core.services import ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
-from pipelines.executor._channel import CHANNEL_CONTAINER, CHANNEL_PATH, channel_target, forwarder_argv
+from pipelines.executor._channel import CHANNEL_CONTAINER, channel_env, channel_path, channel_targets, forwarder_argv, socket_name
 from pipelines.executor._sandbox import PodPlan
 from pipelines.executor._templating import map_manifest_text, unmark
 
@@ -180,22 +180,23 @@ def start_podman_pod(
 ) -> PodmanPod:
     """Write the pod's Kubernetes spec into its sandbox and start it with `podman kube play`."""
     name = "openforge-" + hashlib.sha1(str(plan.sandbox).encode()).hexdigest()[:16]
-    target = channel_target(plan.sidecars, options.channel_container)
-    channel_dir = Path(tempfile.mkdtemp(prefix="openforge-channel-")) if target else None
-    socket = channel_dir / "engine.sock" if channel_dir else None
-    spec = pod_spec(name, plan, template, pod_security, options, socket)
+    targets = channel_targets(plan.sidecars, options.channel_container)
+    channel_dir = Path(tempfile.mkdtemp(prefix="openforge-channel-")) if targets else None
+    sockets = [channel_dir / socket_name(i) for i in range(len(targets))] if channel_dir else []
+    spec = pod_spec(name, plan, template, pod_security, options, sockets)
     path = plan.sandbox / "pod.yaml"
     path.write_text(json.dumps(spec, indent=1))  # JSON is YAML; kube play reads it as is
     _quiet([options.podman, "pod", "rm", "-f", name])  # a leftover of a killed run with this sandbox
     pod = PodmanPod(name, [c["name"] for c in spec["spec"]["containers"]], log_dir, options, stop_timeout_s, channel_dir=channel_dir)
-    if socket is not None and target is not None:
+    if sockets:
         log_dir.mkdir(parents=True, exist_ok=True)
         with (log_dir / "channel.log").open("wb") as log:
             pod.channel = subprocess.Popen(
-                forwarder_argv(socket, target), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                forwarder_argv(list(zip(sockets, targets))), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**os.environ, "PYTHONPATH": str(_PROJECT_ROOT)},
             )  # fmt: skip
-        _wait_for_socket(socket, pod.channel)
+        for socket in sockets:
+            _wait_for_socket(socket, pod.channel)
     played = subprocess.run(
         [options.podman, "kube", "play", "--quiet", "--network", "none", str(path)], capture_output=True, text=True, check=False
     )
@@ -219,8 +220,9 @@ def pod_spec(
     template: dict[str, Any],
     pod_security: Mapping[str, Any],
     options: PodmanOptions,
-    channel: Path | None = None,
+    channel: list[Path] | None = None,
 ) -> dict[str, Any]:
+    channel = channel or []
     """The template's pod as a core/v1 Pod that podman runs on this machine (see the module doc)."""
     volumes = sorted({m["name"] for c in _containers(template) for m in c.get("volumeMounts") or []})
     site = Path(sysconfig.get_paths()["purelib"])
@@ -247,19 +249,23 @@ def pod_spec(
             "volumes": [
                 *({"name": v, "hostPath": {"path": str(plan.sandbox / "volumes" / v), "type": "Directory"}} for v in volumes),
                 *({"name": n, "hostPath": {"path": str(p), "type": "Directory"}} for n, p in mounts.items()),
-                *([{"name": _CHANNEL_VOLUME, "hostPath": {"path": str(channel), "type": "Socket"}}] if channel else []),
+                *({"name": _channel_volume(i), "hostPath": {"path": str(s), "type": "Socket"}} for i, s in enumerate(channel)),
             ],
         },
     }
 
 
-def _with_channel(container: dict[str, Any], channel: Path | None, is_proxy: bool) -> dict[str, Any]:
-    """The proxy container, and only it, gets the socket to the engine and the variable naming it."""
-    if channel is None or not is_proxy:
+def _with_channel(container: dict[str, Any], channel: list[Path], is_proxy: bool) -> dict[str, Any]:
+    """The proxy container, and only it, gets the sockets to the engine (one per replica) and the variable naming them."""
+    if not channel or not is_proxy:
         return container
-    mount = {"name": _CHANNEL_VOLUME, "mountPath": CHANNEL_PATH}
-    variable = {"name": UPSTREAM_SOCKET_ENV, "value": CHANNEL_PATH}
-    return {**container, "env": [*container["env"], variable], "volumeMounts": [*container["volumeMounts"], mount]}
+    mounts = [{"name": _channel_volume(i), "mountPath": channel_path(i)} for i in range(len(channel))]
+    variable = {"name": UPSTREAM_SOCKET_ENV, "value": channel_env(len(channel))}
+    return {**container, "env": [*container["env"], variable], "volumeMounts": [*container["volumeMounts"], *mounts]}
+
+
+def _channel_volume(replica: int) -> str:
+    return _CHANNEL_VOLUME if replica == 0 else f"{_CHANNEL_VOLUME}-{replica}"
 
 
 def _containers(template: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,13 +10,10 @@ output artifact; the host and the store must be unchanged afterwards.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -84,29 +81,6 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])
 """
 
 
-class _Answering(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-        body = f"engine:{self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@pytest.fixture
-def host_ports() -> Iterator[tuple[int, int]]:
-    """Two servers on the host's loopback, standing for the engine and MLflow: their ports."""
-    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answering) for _ in range(2)]
-    for server in servers:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield servers[0].server_address[1], servers[1].server_address[1]
-    for server in servers:
-        server.shutdown()
-
-
 def _hostile_pod(engine_port: int) -> list[dict]:
     rollout = pod(
         "rollout",
@@ -170,7 +144,7 @@ def test_a_hostile_pod_reaches_nothing_but_its_proxys_channel(
     if os.geteuid() != 0:
         report.pop("read /etc/shadow")  # not readable by an ordinary user anyway
     assert {name: outcome for name, outcome in report.items() if not outcome.startswith("blocked")} == {}
-    assert through_proxy == "engine:/v1/models"  # the channel reaches the engine, and only the proxy has it
+    assert through_proxy == f"{engine_port}:/v1/models"  # the channel reaches the engine, and only the proxy has it
     assert dns_seconds < 5  # no resolver to wait for: it fails at once
     assert alive
     assert {p: p.read_bytes() for p in (tmp_path / "store").rglob("*") if p.is_file() and p.name != "report.json"} == before

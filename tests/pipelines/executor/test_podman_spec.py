@@ -70,7 +70,7 @@ def test_pod_runs_off_the_host_network_with_the_pods_ports_mapped_to_free_ones(t
 def test_only_the_proxy_gets_the_channel_to_the_engine(tmp_path: Path) -> None:
     plan = plan_pod(TEMPLATE, {}, tmp_path / "sandbox", tmp_path, {}, "test")
     socket = tmp_path / "engine.sock"
-    spec = pod_spec("openforge-test", plan, TEMPLATE, {}, PodmanOptions(image="local:1"), socket)
+    spec = pod_spec("openforge-test", plan, TEMPLATE, {}, PodmanOptions(image="local:1"), [socket])
     main, proxy = spec["spec"]["containers"]
 
     channel = [v for v in spec["spec"]["volumes"] if v["hostPath"]["type"] == "Socket"]
@@ -79,6 +79,17 @@ def test_only_the_proxy_gets_the_channel_to_the_engine(tmp_path: Path) -> None:
     assert {"name": UPSTREAM_SOCKET_ENV, "value": CHANNEL_PATH} in proxy["env"]
     assert all(m["name"] != channel[0]["name"] for m in main["volumeMounts"])
     assert all(e["name"] != UPSTREAM_SOCKET_ENV for e in main["env"])
+
+
+def test_engine_replicas_each_get_a_socket_in_the_upstreams_order(tmp_path: Path) -> None:
+    plan = plan_pod(TEMPLATE, {}, tmp_path / "sandbox", tmp_path, {}, "test")
+    sockets = [tmp_path / "engine.sock", tmp_path / "engine-1.sock"]
+    spec = pod_spec("openforge-test", plan, TEMPLATE, {}, PodmanOptions(image="local:1"), sockets)
+    _, proxy = spec["spec"]["containers"]
+    volumes = {v["name"]: v["hostPath"]["path"] for v in spec["spec"]["volumes"] if v["hostPath"]["type"] == "Socket"}
+    mounted = {m["mountPath"]: volumes[m["name"]] for m in proxy["volumeMounts"] if m["name"] in volumes}
+    assert mounted == {CHANNEL_PATH: str(sockets[0]), "/run/openforge/engine-1.sock": str(sockets[1])}
+    assert {"name": UPSTREAM_SOCKET_ENV, "value": f"{CHANNEL_PATH},/run/openforge/engine-1.sock"} in proxy["env"]
 
 
 def test_pod_uses_the_local_image_with_the_checkout_mounted_read_only(tmp_path: Path) -> None:
