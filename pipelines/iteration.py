@@ -300,32 +300,40 @@ def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
     return DAG(name=ENTRYPOINT, inputs=[_iteration_input(), _stop_at_input()], tasks=tasks)
 
 
+def serve_tasks(config: ExperimentConfig) -> list[str]:
+    """The generate DAG's serve tasks: ``serve``, or ``serve-0`` .. ``serve-<N-1>`` for engine replicas."""
+    replicas = config.engine.replicas
+    return ["serve"] if replicas == 1 else [f"serve-{index}" for index in range(replicas)]
+
+
 def _generate_dag(config: ExperimentConfig) -> DAG:
     iteration = Parameter(name="iteration", value=ITERATION)
+    serves = serve_tasks(config)
     rollout_args = {
         "rollout-id": "{{item.rollout_id}}",
         "task-id": "{{item.task_id}}",
         "deadline": "{{item.deadline_s}}",
         # ip and port in one value: the local executor maps the pair onto serve's loopback port.
-        "serve-address": f"{{{{tasks.serve.ip}}}}:{SERVE_PORT}",
+        # Replicas: one pair each, comma-separated; the proxy pins each session to one of them.
+        "serve-address": ",".join(f"{{{{tasks.{name}.ip}}}}:{SERVE_PORT}" for name in serves),
     }
     tasks = [
-        Task(name="serve", template="serve", arguments=[iteration]),
+        *(Task(name=name, template="serve", arguments=[iteration]) for name in serves),
         Task(
             name="rollout",
             template="rollout",
-            depends="serve",
+            depends=" && ".join(serves),
             with_param="{{inputs.parameters.rollouts}}",
             arguments=[iteration, *(Parameter(name=k, value=v) for k, v in rollout_args.items())],
         ),
     ]
-    # Argo counts every running pod under the DAG against `parallelism`, the serve daemon
-    # included: one more than the rollout concurrency lets exactly `concurrency` rollouts run.
+    # Argo counts every running pod under the DAG against `parallelism`, the serve daemons
+    # included: one more per replica than the rollout concurrency lets exactly `concurrency` rollouts run.
     return DAG(
         name=GENERATE,
         inputs=[_iteration_input(), Parameter(name="rollouts")],
         tasks=tasks,
-        parallelism=config.rollout.concurrency + 1,
+        parallelism=config.rollout.concurrency + len(serves),
     )
 
 

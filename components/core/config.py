@@ -63,6 +63,15 @@ class EngineConfig(_Section):
         "engine answers with that candidate's tokens and logprobs, so a tiny model can act in a real harness and "
         "still learn (docs/engine.md, \"Choice mode\").",
     )
+    replicas: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Serve daemons per iteration, all on the same checkpoint (on a cluster each its own GPU "
+        "share). Each rollout's proxy pins a session to one replica by its id, so the session's calls share that "
+        "replica's prefix cache; a replica that dies fails its sessions over to the next (docs/engine.md, "
+        "'Replicas').",
+    )
     vllm: VllmConfig = Field(default_factory=VllmConfig)
 
     @model_validator(mode="after")

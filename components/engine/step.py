@@ -105,6 +105,9 @@ def serve_iteration(
 
             serve(
                 policy,
+                # The name vLLM serves too: one name on every replica, so a session that fails over
+                # to another replica still names a model it serves.
+                served_model_name=engine.vllm.served_model_name,
                 host=host,
                 port=port,
                 max_model_len=engine.max_model_len,

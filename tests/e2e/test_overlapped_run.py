@@ -13,11 +13,9 @@ import pytest
 from rich.console import Console
 
 from components.core.checkpoints import committed_versions
-from components.core.config import load_config
 from components.core.storage import RunLayout, open_store
 from components.core.trajectory import RecordedCall
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.e2e._quickstart import local_quickstart
 
 
 @pytest.mark.slow
@@ -25,12 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 def test_an_overlapped_run_samples_one_version_behind_and_trains_each_batch_once(tmp_path: Path) -> None:
     from pipelines.run import run_experiment
 
-    config = load_config(REPO / "examples" / "quickstart.yaml").model_copy(deep=True)
-    config.iterations = 2
-    config.tasks.source = str(REPO / "examples" / "tasks" / "quickstart")
+    config = local_quickstart(tmp_path, iterations=2)
     config.algorithm.max_staleness = 1
-    config.storage.uri = f"file://{tmp_path / 'store'}"
-    config.tracking.uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = io.StringIO()
 
     metrics = run_experiment(config, console=Console(file=out, width=160), workdir=tmp_path / ".openforge")

@@ -1,5 +1,6 @@
-"""Overlapped iterations (`algorithm.max_staleness: 1`) in the compiled manifests: the template,
-the CronWorkflow that runs it and the bounded Workflow, all through the three checks."""
+"""Overlapped iterations (`algorithm.max_staleness: 1`) and engine replicas (`engine.replicas`) in the
+compiled manifests: the template, the CronWorkflow that runs it and the bounded Workflow, all
+through the three checks."""
 
 from __future__ import annotations
 
@@ -62,3 +63,19 @@ def test_a_staleness_above_one_is_refused_with_the_range(tmp_path) -> None:
     path.write_text("name: stale\ntasks: {source: examples/tasks}\nalgorithm: {max_staleness: 2}\n")
     with pytest.raises(ConfigError, match="max_staleness"):
         load_config(path)
+
+
+def test_engine_replicas_compile_to_one_serve_task_each_and_one_address_list() -> None:
+    config = quickstart_config()
+    config = config.model_copy(update={"engine": config.engine.model_copy(update={"replicas": 3})})
+    docs = compile_config(config)
+    assert check_manifests(docs, require_schema()) == []
+    generate = template(manifest_of_kind(docs, "WorkflowTemplate"), "generate")
+    tasks = {t["name"]: t for t in generate["dag"]["tasks"]}
+    assert [n for n, t in tasks.items() if t["template"] == "serve"] == ["serve-0", "serve-1", "serve-2"]
+    rollout = tasks["rollout"]
+    assert rollout["depends"] == "serve-0 && serve-1 && serve-2"
+    address = next(p["value"] for p in rollout["arguments"]["parameters"] if p["name"] == "serve-address")
+    assert address == "{{tasks.serve-0.ip}}:8000,{{tasks.serve-1.ip}}:8000,{{tasks.serve-2.ip}}:8000"
+    # Every serve daemon counts against parallelism: the rollouts keep their concurrency.
+    assert generate["parallelism"] == config.rollout.concurrency + 3
