@@ -87,5 +87,5 @@ Command: `{figures.command}`. Date: {figures.date}. Commit: {figures.commit}. Ma
 |---|---:|---|---|---|
 {rows}
 
-In order / overlapped wall time: **{_ratio(figures):.2f}x**. On this machine the engine, the rollouts and the CPU update share 2 cores, so the overlap gains only what one phase leaves idle; on a cluster serve and train run on GPUs of their own (`make bench-scale`).
+In order / overlapped wall time: **{_ratio(figures):.2f}x**. The quickstart's update is about a second of each iteration (the tiny model; its rollouts are the rest), so the overlap has almost nothing to hide, while on this machine's 2 cores the next iteration's rollouts and engine compete with the train step and slow it: overlap pays where training is a large share of an iteration and serve and train have devices of their own, as on a cluster (`make bench-scale` models that). The pass rate shows the cost of sampling one version behind: each iteration's gain reaches the rollouts one iteration later.
 """
