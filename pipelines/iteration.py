@@ -300,7 +300,7 @@ def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
     return DAG(name=ENTRYPOINT, inputs=[_iteration_input(), _stop_at_input()], tasks=tasks)
 
 
-def serve_tasks(config: ExperimentConfig) -> list[str]:
+def _serve_tasks(config: ExperimentConfig) -> list[str]:
     """The generate DAG's serve tasks: ``serve``, or ``serve-0`` .. ``serve-<N-1>`` for engine replicas."""
     replicas = config.engine.replicas
     return ["serve"] if replicas == 1 else [f"serve-{index}" for index in range(replicas)]
@@ -308,7 +308,7 @@ def serve_tasks(config: ExperimentConfig) -> list[str]:
 
 def _generate_dag(config: ExperimentConfig) -> DAG:
     iteration = Parameter(name="iteration", value=ITERATION)
-    serves = serve_tasks(config)
+    serves = _serve_tasks(config)
     rollout_args = {
         "rollout-id": "{{item.rollout_id}}",
         "task-id": "{{item.task_id}}",

@@ -129,10 +129,10 @@ class Upstream:
         """Send a text-completion request (a token-id prompt); the caller reads and releases the response."""
         return await self._post("/v1/completions", body, call)
 
-    async def tokenize(self, body: dict[str, Any], session_id: str = "") -> dict[str, Any]:
+    async def tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
         """vLLM's ``POST /tokenize`` (a chat rendered by the engine's template); ProxyError on failure."""
         try:
-            status, payload = await self._exchange("POST", "/tokenize", orjson.dumps(body), self.timeout_s, session_id)
+            status, payload = await self._exchange("POST", "/tokenize", orjson.dumps(body), self.timeout_s)
         except OSError as exc:
             raise self.failure(exc) from exc
         try:
@@ -205,11 +205,9 @@ class Upstream:
         except OSError as exc:
             raise self._redacted(upstream_exception(exc, self.base_url, _MODELS_TIMEOUT_S)) from exc
 
-    async def _exchange(
-        self, method: str, path: str, body: bytes, read_timeout_s: float, session_id: str = ""
-    ) -> tuple[int, bytes]:
-        # Reads (models, the cut, tokenize) go where the session's calls go; without one, the first replica up.
-        resp = await self._replica_for(session_id).http.request(method, path, body, read_timeout_s=read_timeout_s)
+    async def _exchange(self, method: str, path: str, body: bytes, read_timeout_s: float) -> tuple[int, bytes]:
+        # Reads (models, the cut, tokenize) are the same on every replica: the first one up answers.
+        resp = await self._replica_for("").http.request(method, path, body, read_timeout_s=read_timeout_s)
         try:
             return resp.status, await resp.read()
         finally:

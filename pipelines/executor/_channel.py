@@ -84,6 +84,11 @@ CHANNEL_PATH = channel_path(0)
 CHANNEL_CONTAINER = "proxy"  # the pod's one container that reaches the engine (the compiled proxy sidecar)
 
 
+def channel_sockets(folder: Path, replicas: int) -> list[Path]:
+    """The forwarder's side of each replica's channel: its sockets in ``folder``, in replica order."""
+    return [folder / socket_name(index) for index in range(replicas)]
+
+
 def channel_env(replicas: int) -> str:
     """The proxy's ``OPENFORGE_UPSTREAM_SOCKET``: each replica's channel, in its ``--upstream``'s order."""
     return ",".join(channel_path(index) for index in range(replicas))

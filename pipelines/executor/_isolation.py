@@ -37,7 +37,7 @@ from typing import Any
 
 from components.core.services import Service, ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
-from pipelines.executor._channel import CHANNEL_CONTAINER, channel_env, channel_path, channel_targets, forwarder_argv, socket_name
+from pipelines.executor._channel import CHANNEL_CONTAINER, channel_env, channel_path, channel_sockets, channel_targets, forwarder_argv
 from pipelines.executor._processes import ProcessRegistry, RunningPod
 from pipelines.executor._sandbox import ContainerRun, PodPlan
 
@@ -154,16 +154,16 @@ def start_sandboxed_pod(plan: PodPlan, log_dir: Path, registry: ProcessRegistry,
         holder = registry.start(_holder_run(plan), log_dir / "netns.log")
         helpers.append(holder)
         _wait_for(lambda: _NET_UP in holder.log_path.read_text(errors="replace"), holder, "the pod's network namespace")
-        sockets = [channel_dir / socket_name(i) for i in range(len(channel_targets(plan.sidecars, options.channel_container)))]
-        channel = _channel_run(plan, options, sockets)
-        if channel is not None:
-            forwarder = registry.start(channel, log_dir / "channel.log")
+        targets = channel_targets(plan.sidecars, options.channel_container)
+        sockets = channel_sockets(channel_dir, len(targets))
+        if targets:
+            forwarder = registry.start(_channel_run(list(zip(sockets, targets))), log_dir / "channel.log")
             helpers.append(forwarder)
             _wait_for(lambda: all(s.exists() for s in sockets), forwarder, "the engine channel")
         plan.sandbox.mkdir(parents=True, exist_ok=True)  # bound into every container, even a pod without volumes
         if os.geteuid() == 0:
             _hand_over(plan.sandbox)
-        wrap = _Wrapper(holder.process.pid, plan.sandbox, options.mounts(plan.sandbox), tuple(sockets if channel else ()), options)
+        wrap = _Wrapper(holder.process.pid, plan.sandbox, options.mounts(plan.sandbox), tuple(sockets), options)
         sidecars: list[Service] = []
         try:
             for run in plan.sidecars:
@@ -247,12 +247,9 @@ def _holder_run(plan: PodPlan) -> ContainerRun:
     return ContainerRun(name="netns", argv=[*unshare, "--", sys.executable, "-c", _HOLDER], env={}, cwd=Path("/"))
 
 
-def _channel_run(plan: PodPlan, options: SandboxOptions, sockets: list[Path]) -> ContainerRun | None:
-    """The forwarder for the channel container's ``--upstream`` (each replica's); None when the pod has no such container."""
-    targets = channel_targets(plan.sidecars, options.channel_container)
-    if not targets:
-        return None
-    argv = forwarder_argv(list(zip(sockets, targets)))
+def _channel_run(pairs: list[tuple[Path, str]]) -> ContainerRun:
+    """The forwarder from each socket to its engine replica (the channel container's ``--upstream``)."""
+    argv = forwarder_argv(pairs)
     return ContainerRun(name="channel", argv=argv, env={"PYTHONPATH": str(_PROJECT_ROOT)}, cwd=Path("/"))
 
 

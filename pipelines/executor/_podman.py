@@ -39,7 +39,7 @@ from typing import Any
 
 from components.core.services import ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
-from pipelines.executor._channel import CHANNEL_CONTAINER, channel_env, channel_path, channel_targets, forwarder_argv, socket_name
+from pipelines.executor._channel import CHANNEL_CONTAINER, channel_env, channel_path, channel_sockets, channel_targets, forwarder_argv
 from pipelines.executor._sandbox import PodPlan
 from pipelines.executor._templating import map_manifest_text, unmark
 
@@ -182,7 +182,7 @@ def start_podman_pod(
     name = "openforge-" + hashlib.sha1(str(plan.sandbox).encode()).hexdigest()[:16]
     targets = channel_targets(plan.sidecars, options.channel_container)
     channel_dir = Path(tempfile.mkdtemp(prefix="openforge-channel-")) if targets else None
-    sockets = [channel_dir / socket_name(i) for i in range(len(targets))] if channel_dir else []
+    sockets = channel_sockets(channel_dir, len(targets)) if channel_dir else []
     spec = pod_spec(name, plan, template, pod_security, options, sockets)
     path = plan.sandbox / "pod.yaml"
     path.write_text(json.dumps(spec, indent=1))  # JSON is YAML; kube play reads it as is
