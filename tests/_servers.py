@@ -6,11 +6,13 @@ Process handling (start, health wait with a deadline, stop without orphans) live
 
 from __future__ import annotations
 
+import random
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.core.services import Service, free_port, start_service
+from components.core.services import Service, start_on_free_port
 
 REPO = Path(__file__).resolve().parents[1]
 TINY_MODEL_NAME = "tiny"
@@ -63,11 +65,9 @@ def start_dev_engine(
     args: tuple[str, ...] = (),
 ) -> EngineServer:
     """Start ``python -m components.engine serve`` and return once /health answers."""
-    port = free_port()
-    service = start_service(
+    service = start_on_free_port(
         name,
-        dev_engine_argv(model_dir, port, script=script, served_model_name=served_model_name, args=args),
-        port=port,
+        lambda port: dev_engine_argv(model_dir, port, script=script, served_model_name=served_model_name, args=args),
         log_dir=log_dir,
         deadline_s=deadline_s,
         env={"PYTHONPATH": str(REPO)},
@@ -77,6 +77,24 @@ def start_dev_engine(
 
 def start_proxy_process(upstream: str, out: Path, log_dir: Path, *args: str) -> Service:
     """Start ``python -m components.proxy`` (its own process group, so a test can SIGKILL it)."""
-    port = free_port()
-    argv = [sys.executable, "-m", "components.proxy", "--upstream", upstream, "--out", str(out), "--port", str(port)]
-    return start_service("proxy", argv + list(args), port=port, log_dir=log_dir, env={"PYTHONPATH": str(REPO)}, deadline_s=30)
+
+    def argv(port: int) -> list[str]:
+        return [sys.executable, "-m", "components.proxy", "--upstream", upstream, "--out", str(out), "--port", str(port), *args]
+
+    return start_on_free_port("proxy", argv, log_dir=log_dir, env={"PYTHONPATH": str(REPO)}, deadline_s=30)
+
+
+def unshared_port() -> int:
+    """A free loopback port below the kernel's ephemeral range, which no ``free_port()`` (bind to
+    port 0) of a parallel test can be handed: for a server stopped and started again on the
+    same port, or an address meant to stay dead. One in the ephemeral range could be taken
+    and answered by another test's server in between."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    while True:
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port

@@ -17,11 +17,15 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, Callable
 
 
 class ServiceError(RuntimeError):
     """A service that exited or never became healthy; the message carries its log tail."""
+
+
+class PortTaken(ServiceError):
+    """Another program listened on the service's port first; a fresh port may succeed."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -74,22 +78,55 @@ def _signal_group(process: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def wait_healthy(url: str, deadline_s: float, process: subprocess.Popen | None = None) -> None:
-    """Poll ``url`` until it answers 200; fail early if ``process`` exits."""
+def wait_healthy(url: str, deadline_s: float, process: subprocess.Popen | None = None, *, port: int | None = None) -> None:
+    """Poll ``url`` until it answers 200; fail early if ``process`` exits.
+
+    With ``port``, an answer counts only once ``process`` (or a child) listens on that port:
+    ``free_port`` only says a port was free a moment ago, so another program may bind it
+    first, answer the health check, and be taken for this one (found by a test run whose
+    fixture engine was in fact another test's engine, which that test then killed).
+    """
     end = time.monotonic() + deadline_s
     last_error = "no answer yet"
+    impostor = False
     while time.monotonic() < end:
         if process is not None and process.poll() is not None:
+            if impostor:
+                raise PortTaken(f"exited with code {process.returncode}: another program listens on {url}'s port")
             raise ServiceError(f"exited with code {process.returncode} before {url} answered")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:
                 if resp.status == 200:
-                    return
-                last_error = f"HTTP {resp.status}"
+                    if process is None or port is None or _listens(process, port):
+                        return
+                    impostor, last_error = True, f"port {port} answers, but from another program"
+                else:
+                    last_error = f"HTTP {resp.status}"
         except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
             last_error = str(exc)
         time.sleep(0.05)
     raise ServiceError(f"{url} did not become healthy within {deadline_s:.0f}s ({last_error})")
+
+
+def _listens(process: subprocess.Popen, port: int) -> bool:
+    """Whether ``process`` or one of its descendants holds a listening TCP socket on ``port``."""
+    import psutil  # here: the runner imports this module in images that only start processes
+
+    try:
+        root = psutil.Process(process.pid)
+        family = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    for proc in family:
+        try:
+            sockets = proc.net_connections(kind="tcp")
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.AccessDenied:
+            return True  # cannot tell; the health answer stands, as it did before this check
+        if any(sock.status == psutil.CONN_LISTEN and sock.laddr.port == port for sock in sockets):
+            return True
+    return False
 
 
 def start_service(
@@ -119,11 +156,25 @@ def start_service(
     )
     service = Service(name=name, url=f"http://{host}:{port}", process=process, log_path=log_path, _log=log)
     try:
-        wait_healthy(service.url + health_path, deadline_s, process)
+        wait_healthy(service.url + health_path, deadline_s, process, port=port)
     except ServiceError as exc:
         service.stop()
-        raise ServiceError(f"{name}: {exc}\n--- {log_path} ---\n{service.log_tail()}") from None
+        raise type(exc)(f"{name}: {exc}\n--- {log_path} ---\n{service.log_tail()}") from None
     return service
+
+
+def start_on_free_port(name: str, argv_for: Callable[[int], list[str]], *, attempts: int = 3, **settings: Any) -> Service:
+    """``start_service(name, argv_for(port), port=port, **settings)`` on a fresh ``free_port()``,
+    drawing another port (up to ``attempts`` in all) when another program took it first."""
+    attempt = 1
+    while True:
+        port = free_port(settings.get("host", "127.0.0.1"))
+        try:
+            return start_service(name, argv_for(port), port=port, **settings)
+        except PortTaken:
+            if attempt >= attempts:
+                raise
+            attempt += 1
 
 
 def openforge_argv(*args: str) -> list[str]:

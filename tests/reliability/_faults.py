@@ -56,7 +56,7 @@ def start_proxy_process(
     )  # fmt: skip
     service = Service(name=name, url=f"http://{HOST}:{port}", process=process, log_path=log_path, _log=log)
     try:
-        wait_healthy(service.url + "/health", 60.0, process)
+        wait_healthy(service.url + "/health", 60.0, process, port=port)
     except ServiceError as exc:
         service.stop()
         raise ServiceError(f"{name}: {exc}\n--- {log_path} ---\n{service.log_tail()}") from None

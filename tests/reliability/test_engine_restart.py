@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests._servers import REPO, TINY_MODEL_NAME, dev_engine_argv
+from tests._servers import REPO, TINY_MODEL_NAME, dev_engine_argv, unshared_port
 
 from components.core.config import ExperimentConfig
 from components.core.outcome import RolloutStatus
@@ -38,7 +38,7 @@ class Engine:
     """A dev engine on a fixed port that the test can kill -9 and start again on that port."""
 
     def __init__(self, model_dir: Path, tmp_path: Path) -> None:
-        self.port = free_port()
+        self.port = unshared_port()
         self.script = tmp_path / "script.json"
         self.script.write_text(json.dumps(SCRIPT))
         self.model_dir, self.logs = model_dir, tmp_path / "logs"

@@ -9,7 +9,7 @@ import openai
 import pytest
 
 from components.core import read_session
-from components.core.services import free_port
+from tests._servers import unshared_port
 from components.core.trajectory import latest_attempt
 from components.proxy.call_tags import CallTagger
 
@@ -52,7 +52,7 @@ def test_tagger_keys_retries_on_session_and_attempt() -> None:
 def test_health_with_upstream_checks_the_engine(fake_proxy: str, make_proxy) -> None:
     assert httpx.get(f"{fake_proxy}/health", params={"upstream": "1"}).json()["ok"] is True
 
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{unshared_port()}"
     proxy = make_proxy(dead)
     assert httpx.get(f"{proxy}/health").status_code == 200  # the proxy itself is fine
     answer = httpx.get(f"{proxy}/health", params={"upstream": "1"})

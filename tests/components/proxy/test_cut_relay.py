@@ -10,7 +10,7 @@ import httpx
 import pytest
 from aiohttp import web
 
-from components.core.services import free_port
+from tests._servers import unshared_port
 from components.engine.cut_route import CUT_ROUTE, PROXY_CUT_ROUTE, read_cut_file
 from components.rollout._cut import CutPoll
 from tests.components.proxy.conftest import FakeEngine, LoopThread, _serve
@@ -51,11 +51,11 @@ def test_an_engine_without_the_route_never_cuts(fake_proxy: str) -> None:
 
 
 def test_an_unreachable_engine_or_proxy_never_cuts(make_proxy: Callable[..., str]) -> None:
-    proxy = make_proxy(f"http://127.0.0.1:{free_port()}")
+    proxy = make_proxy(f"http://127.0.0.1:{unshared_port()}")
     answer = httpx.get(proxy + PROXY_CUT_ROUTE)
     assert answer.status_code == 502 and answer.json()["cut"] is False
     assert CutPoll(proxy, every_s=0).reason() is None
-    assert CutPoll(f"http://127.0.0.1:{free_port()}", every_s=0).reason() is None
+    assert CutPoll(f"http://127.0.0.1:{unshared_port()}", every_s=0).reason() is None
 
 
 def test_the_poll_asks_at_most_once_per_period(cut_engine: tuple[str, Path], make_proxy: Callable[..., str]) -> None:

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from components.core import read_session
-from components.core.services import free_port
+from tests._servers import unshared_port
 
 GOOD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -65,7 +65,7 @@ def test_oversized_request_is_refused_with_the_option_to_raise(fake_engine, make
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_upstream_down_is_502_naming_it_and_the_call_is_recorded(make_proxy: Callable[..., str], tmp_path: Path, stream: bool) -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{unshared_port()}"
     proxy = make_proxy(dead)
     response = _post(proxy, {**GOOD, "stream": stream})
     assert response.status_code == 502

@@ -14,7 +14,7 @@ import pytest
 from aiohttp import web
 
 from components.core import read_session
-from components.core.services import free_port
+from tests._servers import unshared_port
 
 GOOD = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -30,7 +30,7 @@ async def _serve_on(app: web.Application, port: int) -> web.AppRunner:
 def test_engine_that_comes_up_during_the_backoff_gets_the_call(
     fake_engine, make_proxy: Callable[..., str], loop_thread, tmp_path: Path, stream: bool
 ) -> None:
-    port = free_port()
+    port = unshared_port()  # nothing else may take it before the late server binds it
     proxy = make_proxy(f"http://127.0.0.1:{port}", upstream_retries=3)
     result: dict[str, Any] = {}
 
@@ -57,7 +57,7 @@ def test_engine_that_comes_up_during_the_backoff_gets_the_call(
 def test_engine_that_never_comes_is_502_after_the_bounded_attempts(
     make_proxy: Callable[..., str], tmp_path: Path, stream: bool
 ) -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{unshared_port()}"
     proxy = make_proxy(dead, upstream_retries=2)
     t0 = time.monotonic()
     response = httpx.post(f"{proxy}/s/s1/v1/chat/completions", json={**GOOD, "stream": stream}, timeout=30)
@@ -71,7 +71,7 @@ def test_engine_that_never_comes_is_502_after_the_bounded_attempts(
 
 
 def test_zero_retries_fails_on_the_first_refusal_without_the_tag(make_proxy: Callable[..., str], tmp_path: Path) -> None:
-    proxy = make_proxy(f"http://127.0.0.1:{free_port()}", upstream_retries=0)
+    proxy = make_proxy(f"http://127.0.0.1:{unshared_port()}", upstream_retries=0)
     response = httpx.post(f"{proxy}/s/s1/v1/chat/completions", json=GOOD)
     assert response.status_code == 502 and "attempts" not in response.json()["error"]["message"]
     [record] = read_session(tmp_path / "out" / "s1.jsonl")

@@ -15,7 +15,7 @@ from tests.components.rollout._fake_openai import Turn, shell_call
 from components.core.config import CONFIG_ENV
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.rollout_identity import OUTCOME_FILE
-from components.core.services import free_port
+from tests._servers import unshared_port
 from components.rollout.harnesses import HarnessAdapter, HarnessCommand, HarnessRun
 from components.rollout.runner import run_rollout
 
@@ -188,7 +188,7 @@ def test_proxy_down_is_infra_error(rollout_config, make_task, tmp_path: Path) ->
     harness = PythonHarness(f"open({str(marker)!r}, 'w')")
 
     outcome = _rollout(
-        rollout_config(rollout={"infra_retries": 0}), make_task("offline"), f"http://127.0.0.1:{free_port()}", tmp_path,
+        rollout_config(rollout={"infra_retries": 0}), make_task("offline"), f"http://127.0.0.1:{unshared_port()}", tmp_path,
         adapter=harness, proxy_wait_s=0.5,
     )  # fmt: skip
 

@@ -10,7 +10,7 @@ from tests.components.rollout._fake_openai import Turn
 from tests.components.rollout.test_runner import ANSWER_DONE, EXAMPLES, PythonHarness, _rollout
 
 from components.core.outcome import RolloutStatus
-from components.core.services import free_port
+from tests._servers import unshared_port
 from components.core.trajectory import read_session
 from components.rollout import runner
 
@@ -180,7 +180,7 @@ def test_deleted_workspace_is_graded_in_an_empty_one(proxy, rollout_config, make
 def test_proxy_down_is_retried_then_infra_error(rollout_config, make_task, tmp_path: Path) -> None:
     outcome = _rollout(
         rollout_config(rollout={"infra_retries": 1}), make_task("offline", time_limit_s=4),
-        f"http://127.0.0.1:{free_port()}", tmp_path, adapter=ANSWER_DONE, proxy_wait_s=0.3,
+        f"http://127.0.0.1:{unshared_port()}", tmp_path, adapter=ANSWER_DONE, proxy_wait_s=0.3,
     )  # fmt: skip
 
     assert outcome.status is RolloutStatus.INFRA_ERROR
