@@ -62,13 +62,19 @@ def ray_init_options(trainer: TrainerConfig, runtime_env: Mapping[str, Any]) -> 
     must advertise one logical GPU per worker (veRL's bundles ask for one) and
     ``CPUS_PER_WORKER`` logical CPUs each, whatever the machine has (the work is not
     split by logical CPUs; a 2-core machine runs two workers), and every worker gets the
-    CPU platform's variables.
+    CPU platform's variables. It is always a new instance (``address="local"``): a bare
+    ``ray.init()`` joins any Ray already running on the machine, another run's included.
     """
     if trainer.device == "cuda":
         return {"runtime_env": dict(runtime_env)}
     env_vars = {**runtime_env.get("env_vars", {}), **CPU_WORKER_ENV}
     world = trainer.world_size
-    return {"num_gpus": world, "num_cpus": CPUS_PER_WORKER * world, "runtime_env": {**runtime_env, "env_vars": env_vars}}
+    return {
+        "address": "local",
+        "num_gpus": world,
+        "num_cpus": CPUS_PER_WORKER * world,
+        "runtime_env": {**runtime_env, "env_vars": env_vars},
+    }
 
 
 def check_placement(gpus_per_node: int, nnodes: int) -> None:

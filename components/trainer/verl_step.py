@@ -1,7 +1,7 @@
 """The train step's GPU update: veRL's trainer on the recorded batch, then the exported checkpoint.
 
-Runs where ``trainer.backend`` is ``verl``: starts Ray (unless the process already
-joined a cluster), brings up the actor workers on ``trainer.n_gpus_per_node`` x
+Runs where ``trainer.backend`` is ``verl``: on the Ray that ``local_ray`` picks (the
+cluster's, a local one, or several local nodes), brings up the actor workers on ``trainer.n_gpus_per_node`` x
 ``trainer.nnodes`` GPUs, makes one update, saves the FSDP shards and merges them into
 checkpoint k+1 with veRL's model merger. ``trainer.device: cpu`` runs the same workers on
 the CPU (``verl_cpu_platform``). The world size is fixed by the config, not by
@@ -16,7 +16,8 @@ from typing import Any
 from components.core.config import ExperimentConfig
 from components.core.model_kind import is_vision_language
 from components.trainer.cpu_update import UpdateError
-from components.trainer.ray_placement import WORKERS_DEADLINE_S, check_placement, ray_init_options, within_deadline
+from components.trainer.local_ray import ray_for_update
+from components.trainer.ray_placement import WORKERS_DEADLINE_S, check_placement, within_deadline
 from components.trainer.verl_config import trainer_verl_config
 from components.trainer.verl_export import export_checkpoint
 from components.trainer.verl_trainer import build_trainer
@@ -38,7 +39,6 @@ def train_metrics(verl_metrics: dict[str, float]) -> dict[str, float]:
 
 def verl_update(config: ExperimentConfig, data: Any, parent: Path, work: Path, info: dict[str, Any]) -> tuple[dict[str, float], Path]:
     """One veRL update of the model in ``parent`` on ``data``; returns (train metrics, checkpoint folder)."""
-    import ray
     from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
 
     if config.trainer.device == "cpu" and is_vision_language(parent):
@@ -52,17 +52,11 @@ def verl_update(config: ExperimentConfig, data: Any, parent: Path, work: Path, i
     world = config.trainer.world_size
     rows = len(data) + (-len(data)) % world
     verl_config = trainer_verl_config(config, model_path=parent, output_dir=work / "fsdp", rows=rows)
-    started_ray = not ray.is_initialized()
-    if started_ray:
-        ray.init(**ray_init_options(config.trainer, get_ppo_ray_runtime_env(verl_config)))
-    try:
+    with ray_for_update(config.trainer, get_ppo_ray_runtime_env(verl_config)):
         # veRL waits on its placement without a timeout: refuse what cannot be placed, bound the rest.
         check_placement(config.trainer.n_gpus_per_node, config.trainer.nnodes)
         trainer = build_trainer(verl_config)
         within_deadline(trainer.init_workers, WORKERS_DEADLINE_S, "starting veRL's workers")
         metrics = trainer.train_step(data)
         actor = trainer.save_actor(work / "actor")
-    finally:
-        if started_ray:
-            ray.shutdown()
     return train_metrics(metrics), export_checkpoint(actor, parent, work / "next", info)

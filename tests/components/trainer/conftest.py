@@ -105,6 +105,7 @@ class VerlCpuRun:
     """One ``verl_update`` with veRL's own workers on CPU (``trainer.device: cpu``)."""
 
     world: int
+    nnodes: int  # Ray nodes, world / nnodes logical GPUs (workers) each
     parent: Path  # checkpoint k, the tiny model the batch's logprobs came from
     checkpoint: Path  # checkpoint k+1, exported by veRL's model merger
     batch: Any  # the recorded batch trained on (DataProto)
@@ -112,13 +113,15 @@ class VerlCpuRun:
     seconds: float
 
 
-def verl_cpu_config(world: int) -> ExperimentConfig:
+def verl_cpu_config(world: int, nnodes: int = 1) -> ExperimentConfig:
     # A learning rate that moves weights past bf16 rounding in one step, so the export shows it.
+    # Across nodes a config names the claim a RayJob's pods share; the local nodes share this disk.
     return ExperimentConfig(
         name="verl-cpu",
         tasks={"source": "t"},
         algorithm={"learning_rate": 1e-3},
-        trainer={"backend": "verl", "device": "cpu", "n_gpus_per_node": world},
+        trainer={"backend": "verl", "device": "cpu", "n_gpus_per_node": world // nnodes, "nnodes": nnodes},
+        cluster={"train_shared_claim": "train-shared"} if nnodes > 1 else {},
     )
 
 
@@ -157,7 +160,7 @@ def _workers_import_this_checkout() -> Iterator[None]:
             os.environ["PYTHONPATH"] = saved
 
 
-def _verl_cpu_run(tmp_path_factory: pytest.TempPathFactory, world: int) -> VerlCpuRun:
+def _verl_cpu_run(tmp_path_factory: pytest.TempPathFactory, world: int, nnodes: int = 1) -> VerlCpuRun:
     import ray
 
     from components.engine.tiny_model import init_tiny_model
@@ -167,7 +170,7 @@ def _verl_cpu_run(tmp_path_factory: pytest.TempPathFactory, world: int) -> VerlC
         pytest.fail("Ray is already running in this process; verl_update must start its own for trainer.device cpu")
     work = tmp_path_factory.mktemp(f"verl-cpu-world{world}")
     parent = init_tiny_model(work / "v0", seed=2)
-    config = verl_cpu_config(world)
+    config = verl_cpu_config(world, nnodes)
     batch = build_on_policy_batch(parent, config)
     started = time.monotonic()
     info = {"policy_version": "1", "parent_version": "0"}
@@ -182,7 +185,7 @@ def _verl_cpu_run(tmp_path_factory: pytest.TempPathFactory, world: int) -> VerlC
             warnings.warn(f"veRL's CPU run (world {world}) failed once, retrying on a fresh Ray: {first!r}", stacklevel=1)
             ray.shutdown()
             metrics, checkpoint = verl_update(config, batch, parent, work / "retry", info)
-    return VerlCpuRun(world, parent, checkpoint, batch, metrics, time.monotonic() - started)
+    return VerlCpuRun(world, nnodes, parent, checkpoint, batch, metrics, time.monotonic() - started)
 
 
 @pytest.fixture(scope="session")
@@ -193,8 +196,9 @@ def verl_cpu_run_world1(tmp_path_factory: pytest.TempPathFactory) -> VerlCpuRun:
 
 @pytest.fixture(scope="session")
 def verl_cpu_run_world2(tmp_path_factory: pytest.TempPathFactory) -> VerlCpuRun:
-    """The same update with two workers (the batch's two rows split across them)."""
-    return _verl_cpu_run(tmp_path_factory, 2)
+    """The same update with two workers on two Ray nodes (``trainer.nnodes: 2``, each node its own
+    raylet on this machine, as a RayJob's pods would be), the batch's two rows split across them."""
+    return _verl_cpu_run(tmp_path_factory, 2, nnodes=2)
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,7 @@ def test_on_cpu_ray_advertises_a_logical_gpu_and_three_cpus_per_worker_and_every
     options = ray_init_options(TrainerConfig(backend="verl", device="cpu", n_gpus_per_node=2), VERL_ENV)
 
     assert (options["num_gpus"], options["num_cpus"]) == (2, 6)
+    assert options["address"] == "local"  # never another run's Ray that happens to be up on this machine
     assert options["runtime_env"]["env_vars"] == {"TOKENIZERS_PARALLELISM": "true", **CPU_WORKER_ENV}
     assert CPU_WORKER_ENV["VERL_PLATFORM"] == "cpu" and CPU_WORKER_ENV["VERL_ENGINE_DEVICE"] == "cuda"
     assert VERL_ENV == {"env_vars": {"TOKENIZERS_PARALLELISM": "true"}}  # veRL's runtime_env is not changed
@@ -82,7 +83,7 @@ def test_a_train_step_on_a_machine_without_room_for_verls_workers_fails_within_s
     calls, records = two_turn_group
     data, _ = build_batch(calls, records, config.algorithm)
     policy = init_tiny_model(tmp_path / "v0", seed=2)
-    ray.init(num_cpus=2, num_gpus=0, include_dashboard=False)  # what this 2-core machine offers
+    ray.init(address="local", num_cpus=2, num_gpus=0, include_dashboard=False)  # what this 2-core machine offers
     try:
         started = time.monotonic()
         with pytest.raises(RayPlacementError) as refused:

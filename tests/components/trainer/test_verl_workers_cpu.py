@@ -24,13 +24,18 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 PROMPT = torch.tensor([[1, 2, 3, 4, 5, 20, 21, 6, 7, 8]])
 
 
-def test_one_and_two_workers_make_the_same_update(verl_cpu_run_world1: VerlCpuRun, verl_cpu_run_world2: VerlCpuRun):
+def test_one_worker_and_two_on_two_ray_nodes_make_the_same_update(
+    verl_cpu_run_world1: VerlCpuRun, verl_cpu_run_world2: VerlCpuRun
+):
+    # trainer.nnodes 2 with one logical GPU per node: veRL's two placement groups (one per
+    # node) can only land on different nodes, so the ranks talk across Ray nodes.
+    assert (verl_cpu_run_world2.world, verl_cpu_run_world2.nnodes) == (2, 2)
     one, two = verl_cpu_run_world1.metrics, verl_cpu_run_world2.metrics
     # Same batch, same parent: sharding the two rows over two gloo ranks changes only the
     # order of bf16 reductions.
     for name in ("train/loss", "train/grad_norm", "train/kl"):
         assert two[name] == pytest.approx(one[name], rel=1e-2, abs=1e-4), name
-    print(f"\nveRL on CPU: world 1 {verl_cpu_run_world1.seconds:.0f} s, world 2 {verl_cpu_run_world2.seconds:.0f} s")
+    print(f"\nveRL on CPU: world 1 {verl_cpu_run_world1.seconds:.0f} s, 2 nodes of 1 {verl_cpu_run_world2.seconds:.0f} s")
 
 
 def test_the_update_reports_finite_metrics_and_a_real_gradient(verl_cpu_run_world1: VerlCpuRun):
