@@ -14,7 +14,11 @@ step's time per trained token. What it assumes, each where it is used:
 - today's order holds all G GPUs for serving, then all G for training; overlap splits
   them, ``serve_gpus`` serving while the rest train;
 - every rollout that ends is trained on with the measured tokens per rollout; a cut
-  rollout is not.
+  rollout is not;
+- on one machine (a local run, ``on_shared_cores``) the rollouts share its cores: each
+  keeps about one core busy (runner, proxy sidecar, harness and verifier take turns), so
+  beyond as many rollouts as cores they slow down in proportion. A cluster gives each
+  rollout its own pod, and the term is not used there.
 
 docs/benchmarks.md, "Iterations at scale, simulated", shows its figures and its check
 against a real local run.
@@ -26,7 +30,7 @@ import heapq
 import math
 import random
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,14 @@ class Measured:
     commit_s: float
     train_s_per_token: float  # on one GPU (or the CPU it was measured on)
     tokens_per_rollout: float
+
+
+def on_shared_cores(measured: Measured, cores: int, measured_at: int, run_at: int) -> Measured:
+    """``measured``, whose rollouts ran ``measured_at`` at once on ``cores`` shared cores, as
+    they would take with ``run_at`` at once there: processor sharing, one core a rollout."""
+    stretch = max(1.0, run_at / cores) / max(1.0, measured_at / cores)
+    durations = LogNormal(measured.durations.mu + math.log(stretch), measured.durations.sigma)
+    return replace(measured, durations=durations)
 
 
 @dataclass(frozen=True)

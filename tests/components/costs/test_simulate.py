@@ -9,7 +9,17 @@ from pathlib import Path
 import pytest
 
 from components.core.storage import RunLayout, open_store
-from components.costs.simulate import Cluster, Generation, LogNormal, Measured, Schedule, generate, mean_run, simulate
+from components.costs.simulate import (
+    Cluster,
+    Generation,
+    LogNormal,
+    Measured,
+    Schedule,
+    generate,
+    mean_run,
+    on_shared_cores,
+    simulate,
+)
 from components.costs.simulate_inputs import MissingTimings, measured_run
 
 
@@ -27,6 +37,15 @@ def _fixed(duration_s: float, train_s_per_token: float) -> Measured:
         durations=LogNormal(math.log(duration_s), 0.0), prepare_s=1, serve_start_s=2, score_s=3, commit_s=4,
         train_s_per_token=train_s_per_token, tokens_per_rollout=10,
     )  # fmt: skip
+
+
+def test_on_shared_cores_rollouts_slow_down_in_proportion_beyond_one_a_core() -> None:
+    at_8 = _fixed(16, 0.1)  # 8 at once on 2 cores: each had a quarter of its core
+    assert on_shared_cores(at_8, cores=2, measured_at=8, run_at=2).durations.quantile(0.5) == pytest.approx(4)
+    assert on_shared_cores(at_8, cores=2, measured_at=8, run_at=1).durations.quantile(0.5) == pytest.approx(4)
+    assert on_shared_cores(at_8, cores=2, measured_at=8, run_at=32).durations.quantile(0.5) == pytest.approx(64)
+    same = on_shared_cores(at_8, cores=2, measured_at=8, run_at=8)
+    assert same.durations.quantile(0.5) == pytest.approx(16) and same.train_s_per_token == at_8.train_s_per_token
 
 
 def test_todays_order_adds_up_every_step_of_every_iteration() -> None:
