@@ -15,13 +15,20 @@ WORK=.openforge/gpu-smoke
 RESULT=${OUT:-$WORK}/gpu_smoke.json
 mkdir -p "$WORK" "$(dirname "$RESULT")"
 
-# A venv that sees the machine's CUDA torch, and a constraint that keeps pip from replacing it.
-VENV=$WORK/venv
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
-"$VENV/bin/python" -c 'import torch; print("torch==" + torch.__version__)' > "$WORK/constraints.txt"
-if ! "$VENV/bin/python" -c 'import verl, pydantic, yaml, orjson' 2>/dev/null; then
+# An interpreter that already has veRL next to its CUDA torch runs as it is (a venv made from
+# a venv's python would not see that venv's packages). Otherwise: a venv that sees the
+# machine's CUDA torch, and a constraint that keeps pip from replacing it.
+if "$PYTHON" -c 'import torch, verl, pydantic, yaml, orjson' 2>/dev/null; then
+  PY=$PYTHON
+else
+  VENV=$WORK/venv
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv --system-site-packages "$VENV"
+  PY=$VENV/bin/python
+fi
+"$PY" -c 'import torch; print("torch==" + torch.__version__)' > "$WORK/constraints.txt"
+if ! "$PY" -c 'import verl, pydantic, yaml, orjson' 2>/dev/null; then
   echo "[gpu-smoke] installing veRL 0.9.1 and our runtime dependencies next to torch $(cut -d= -f3 "$WORK/constraints.txt")"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -c "$WORK/constraints.txt" \
+  "$PY" -m pip install --quiet --disable-pip-version-check -c "$WORK/constraints.txt" \
     "verl==0.9.1" "transformers>=5.5,<5.11" "pydantic>=2.10,<3" pyyaml orjson typer rich aiohttp
 fi
 
@@ -32,4 +39,4 @@ if [ "${GPU_SMOKE_VLLM:-0}" = 1 ] && ! command -v vllm >/dev/null; then
 fi
 
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
-exec "$VENV/bin/python" scripts/gpu_smoke.py --out "$RESULT" --work "$WORK" "$@"
+exec "$PY" scripts/gpu_smoke.py --out "$RESULT" --work "$WORK" "$@"
