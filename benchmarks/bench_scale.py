@@ -136,8 +136,9 @@ def main() -> None:
         "### The model against real local runs",
         "",
         "Calibrated on run A's cost records (quickstart, dev engine, tiny model, 2 iterations):",
-        f"rollouts {run_a.measured.durations.quantile(0.5):.1f} s median, serve start {run_a.measured.serve_start_s:.1f} s, "
-        f"train {run_a.measured.train_s_per_token * 1000:.1f} ms a trained token.",
+        f"rollouts {run_a.measured.durations.quantile(0.5):.1f} s median (from the slot freeing: the pod's start included), "
+        f"serve start {run_a.measured.serve_start_s:.1f} s, {run_a.measured.between_steps_s:.1f} s an iteration between "
+        f"steps, train {run_a.measured.train_s_per_token * 1000:.1f} ms a trained token.",
         "",
         "| run | measured wall | predicted | error | within 15% |",
         "|---|---|---|---|---|",

@@ -5,7 +5,8 @@ records): rollout durations, fitted as a log-normal because harness sessions are
 long-tailed; the serve step's start-up; the prepare, score and commit steps; the train
 step's time per trained token. What it assumes, each where it is used:
 
-- a rollout takes as long as measured; with ``engine_bound`` the engine serves at most the
+- a rollout takes as long as measured, from its slot freeing (its pod's start included) to
+  its end; with ``engine_bound`` the engine serves at most the
   given concurrency per serving GPU (so overlap, which serves on fewer GPUs, runs fewer
   rollouts at once), without it the harness and its tools bound a rollout's time and the
   engine keeps the concurrency on fewer GPUs;
@@ -65,6 +66,9 @@ class Measured:
     commit_s: float
     train_s_per_token: float  # on one GPU (or the CPU it was measured on)
     tokens_per_rollout: float
+    # Each iteration's time in no step: the engine's stop and the DAG moving from the last
+    # rollout to score, and from step to step (a rollout's own pod start is in its duration).
+    between_steps_s: float = 0.0
 
 
 def on_shared_cores(measured: Measured, cores: int, measured_at: int, run_at: int) -> Measured:
@@ -176,7 +180,7 @@ def simulate(measured: Measured, cluster: Cluster, schedule: Schedule, seed: int
         gen_end = start + gen.end_s
         tokens = gen.finished * measured.tokens_per_rollout
         train_s = tokens * measured.train_s_per_token / train_gpus
-        train_start = max(gen_end + measured.score_s, train_free)
+        train_start = max(gen_end + measured.between_steps_s + measured.score_s, train_free)
         train_free = train_start + train_s
         committed.append(train_free + measured.commit_s)
         out.finished += gen.finished

@@ -105,6 +105,33 @@ def test_a_real_runs_records_calibrate_the_model_which_predicts_its_wall_time(qu
     assert predicted == pytest.approx(run.wall_s, rel=0.15)
 
 
+def test_a_rollout_waits_its_pods_start_after_its_slot_frees_and_the_rest_is_between_steps(tmp_path: Path) -> None:
+    from tests.components.costs._records import LAYOUT, put, record
+
+    from components.core.storage import LocalStore
+
+    store = LocalStore(tmp_path / "store")
+    # One slot: rollouts of 10 s, each next one starting 1 s after the last ended (its pod's start).
+    put(
+        store,
+        record("prepare", 0, 1),
+        record("serve", 1, 40),
+        *(record("rollout", 5 + 11 * i, 10, part=f"t{i}-s0") for i in range(3)),  # ends 15, 26, 37
+        record("score", 39, 1),  # 2 s after the last rollout: the engine's stop, the DAG moving on
+        record("train", 40, 2),
+        record("commit", 42, 1),
+    )
+    store.put_bytes(LAYOUT.metrics(0), b'{"batch/trained_tokens": 30.0}')
+    m = measured_run(store, LAYOUT, concurrency=1).measured
+    assert m.durations.quantile(0.5) == pytest.approx(11)  # from the slot freeing: 1 s pod start + 10 s
+    assert m.serve_start_s == 4
+    # 43 s of wall: prepare 1, serve start 4, three rollouts in 32 s, score, train and commit 4,
+    # less the pod start the model adds to the first rollout too: 2 s left between steps.
+    assert m.between_steps_s == pytest.approx(43 - 1 - 4 - 32 - 4 - 1)
+    predicted = mean_run(m, Cluster(gpus=1, concurrency=1, rollouts=3, iterations=1), Schedule("today")).wall_s
+    assert predicted == pytest.approx(43)
+
+
 def test_a_run_without_records_is_refused(tmp_path: Path) -> None:
     with pytest.raises(MissingTimings, match="no iteration with a train step"):
         measured_run(open_store(f"file://{tmp_path}"), RunLayout("nothing"), concurrency=1)
