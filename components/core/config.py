@@ -72,6 +72,14 @@ class EngineConfig(_Section):
         "replica's prefix cache; a replica that dies fails its sessions over to the next (docs/engine.md, "
         "'Replicas').",
     )
+    restarts: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="engine.kind vllm: times the serve step starts vLLM again after it exits without being told to "
+        "(a crash), on the same address, so the rollouts' proxies find it again; their calls meanwhile fail over "
+        "to another replica or are retried (docs/engine.md, 'Replicas').",
+    )
     vllm: VllmConfig = Field(default_factory=VllmConfig)
 
     @model_validator(mode="after")

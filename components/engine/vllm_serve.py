@@ -41,31 +41,65 @@ def stage_policy(checkpoint: Path, root: Path) -> StagedPolicy:
     return StagedPolicy(root=root, version=version, model=BASE_DIR, adapter=version)
 
 
-def run_engine(launch: EngineLaunch, probe_url: str, version: str, timeout_s: float) -> int:
-    """Start the engine, gate on health and version, then wait; SIGTERM/SIGINT stop it cleanly."""
+def run_engine(launch: EngineLaunch, probe_url: str, version: str, timeout_s: float, restarts: int = 0) -> int:
+    """Start the engine, gate on health and version, then wait; SIGTERM/SIGINT stop it cleanly.
+
+    An engine that exits without being told to (a crash) is started again, up to
+    ``restarts`` times, on the same address: the daemon stays up, so the iteration goes on,
+    and the rollouts' proxies reach the engine again once it is back (their calls meanwhile
+    fail over to another replica or are retried). Returns the exit code of the last start.
+    """
+    running: list[subprocess.Popen] = []
+    stopping: list[int] = []
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.append(signum)
+        if running:
+            running[-1].send_signal(signum)  # forwarded as received
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        process = subprocess.Popen(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env})
+        restarted = 0
+        while True:
+            running[:] = [_start(launch)]
+            process = running[0]
+            try:
+                model = wait_until_serving(probe_url, version, timeout_s, exited=process.poll)
+            except EngineNotReady:
+                if stopping:  # told to stop while starting (again): a stop, not a failed start
+                    return process.wait()
+                raise
+            print(f"openforge: vLLM serves policy version {version} as {model!r}", flush=True)
+            code = process.wait()
+            if stopping or restarted == restarts:
+                return code
+            restarted += 1
+            print(
+                f"openforge: vLLM exited with code {code} while serving, without being stopped; "
+                f"starting it again ({restarted} of engine.restarts {restarts})",
+                flush=True,
+            )
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for process in running:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(timeout=_STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+
+
+def _start(launch: EngineLaunch) -> subprocess.Popen:
+    try:
+        return subprocess.Popen(launch.argv, cwd=launch.cwd, env={**os.environ, **launch.env})
     except FileNotFoundError:
         raise EngineNotReady(
             f"engine.vllm.python {launch.argv[0]!r} does not exist here: engine.kind 'vllm' runs in the engine "
             "image, which has vLLM; on a machine without a GPU run `make vllm` and set engine.vllm.python to "
             ".venv-vllm/bin/python"
         ) from None
-    stop = lambda signum, _frame: process.send_signal(signum)  # noqa: E731 - forwarded as received
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        model = wait_until_serving(probe_url, version, timeout_s, exited=process.poll)
-        print(f"openforge: vLLM serves policy version {version} as {model!r}", flush=True)
-        return process.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout=_STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 def serve_vllm(
@@ -87,4 +121,6 @@ def serve_vllm(
             env={**launch.env, cut_route.CUT_FILE_ENV: str(cut_file)},
         )
     probe_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-    return run_engine(launch, f"http://{probe_host}:{port}", staged.version, config.engine.startup_timeout_s)
+    return run_engine(
+        launch, f"http://{probe_host}:{port}", staged.version, config.engine.startup_timeout_s, config.engine.restarts
+    )

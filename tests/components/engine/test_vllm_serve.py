@@ -190,9 +190,47 @@ def test_serve_step_gates_on_the_version_then_stops_vllm_on_sigterm(checkpoint, 
 
 
 def test_lora_checkpoint_is_served_as_its_adapter_and_passes_the_gate(lora_checkpoint, tmp_path, fake_vllm, monkeypatch):
-    code = _serve(_config(lora_rank=8), lora_checkpoint, tmp_path, fake_vllm, monkeypatch, FAKE_VLLM_EXIT_AFTER_S="1")
+    config = _config(lora_rank=8)
+    config.engine.restarts = 0
+    code = _serve(config, lora_checkpoint, tmp_path, fake_vllm, monkeypatch, FAKE_VLLM_EXIT_AFTER_S="1")
 
     assert code == 0  # served until the fake engine stopped by itself
+
+
+def test_an_engine_that_exits_unasked_is_started_again_on_its_address_up_to_engine_restarts(
+    checkpoint, tmp_path, fake_vllm, monkeypatch, capfd
+):
+    config = _config()
+    config.engine.restarts = 2
+
+    code = _serve(config, checkpoint, tmp_path, fake_vllm, monkeypatch, FAKE_VLLM_EXIT_AFTER_S="1")
+
+    out = capfd.readouterr().out
+    assert code == 0  # the last start's code, once the restarts are spent
+    assert out.count("vLLM serves policy version 3") == 3  # each start passed the gate again
+    assert "starting it again (1 of engine.restarts 2)" in out and "starting it again (2 of engine.restarts 2)" in out
+    assert "(3 of" not in out
+
+
+def test_a_stop_while_the_engine_starts_again_is_a_stop_not_a_failed_start(checkpoint, tmp_path, fake_vllm, monkeypatch, capfd):
+    import components.engine.vllm_serve as vllm_serve
+
+    gate, calls = vllm_serve.wait_until_serving, []
+
+    def sigterm_on_the_second_start(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # Argo stops the daemon just as the crashed engine starts again
+            os.kill(os.getpid(), signal.SIGTERM)
+        return gate(*args, **kwargs)
+
+    monkeypatch.setattr(vllm_serve, "wait_until_serving", sigterm_on_the_second_start)
+    config = _config()
+    config.engine.restarts = 2
+
+    code = _serve(config, checkpoint, tmp_path, fake_vllm, monkeypatch, FAKE_VLLM_EXIT_AFTER_S="1")
+
+    assert len(calls) == 2 and code in (0, -signal.SIGTERM)  # stopped as asked, early or late in its start
+    assert "starting it again (1 of engine.restarts 2)" in capfd.readouterr().out
 
 
 def test_an_engine_serving_another_version_fails_the_gate_naming_both(checkpoint, tmp_path, fake_vllm, monkeypatch):
