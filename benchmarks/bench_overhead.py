@@ -6,6 +6,7 @@
     .venv/bin/python benchmarks/bench_overhead.py --engines     # only the dev engine vs vLLM's CPU build (minutes)
     .venv/bin/python benchmarks/bench_overhead.py --sandbox     # only a rollout pod's start-up, sandboxed or not (a minute)
     .venv/bin/python benchmarks/bench_overhead.py --overlap     # only a 4-iteration quickstart, overlapped or not (minutes)
+    .venv/bin/python benchmarks/bench_overhead.py --engine-sweep  # only both engines' rollouts/min by concurrency (minutes)
 
 Runs examples/quickstart.yaml (all its iterations) through ``run_experiment`` into a fresh
 store under .bench/overhead/, timing it from outside: the executor's node events, the
@@ -37,7 +38,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section, write_subsection
-from benchmarks.overhead import cli_start, engines, overlap, report, sandbox
+from benchmarks.overhead import cli_start, engine_sweep, engines, overlap, report, sandbox
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
 from benchmarks.pipeline_runs import bench_config, run_fresh
@@ -135,6 +136,8 @@ def run(workdir: Path, doc: bool) -> int:
     sandbox_figures = measure_sandbox(COMMAND)
     _log("the quickstart in order, then overlapped")
     overlap_figures = measure_overlap(COMMAND, workdir)
+    _log("both engines' rollouts per minute by concurrency")
+    sweep_figures = measure_engine_sweep(COMMAND, workdir)
 
     print("\n".join(report.terminal_lines(quickstart, sweep, startup)))
     print(f"warm start of an openforge container (fork, `--help`, exit): {warm_s:.3f} s")
@@ -142,6 +145,7 @@ def run(workdir: Path, doc: bool) -> int:
     print("\n".join(engines.terminal_lines(engine_comparison)))
     print("\n".join(sandbox.terminal_lines(sandbox_figures)))
     print("\n".join(overlap.terminal_lines(overlap_figures)))
+    print("\n".join(engine_sweep.terminal_lines(sweep_figures)))
     if doc:
         info = report.RunInfo(
             command=COMMAND, date=date, machine=machine_summary(),
@@ -166,6 +170,7 @@ def run(workdir: Path, doc: bool) -> int:
         write_subsection(report.SECTION, engines.SUBSECTION, engines.subsection_markdown(engine_comparison))
         write_subsection(report.SECTION, sandbox.SUBSECTION, sandbox.subsection_markdown(sandbox_figures))
         write_subsection(report.SECTION, overlap.SUBSECTION, overlap.subsection_markdown(overlap_figures))
+        write_subsection(report.SECTION, engine_sweep.SUBSECTION, engine_sweep.subsection_markdown(sweep_figures))
         _log(f"wrote the {report.SECTION!r} section of {DOC}")
     return 0 if report.target_met(quickstart) else 1
 
@@ -239,6 +244,24 @@ def run_overlap(workdir: Path, doc: bool) -> int:
     return 0
 
 
+def measure_engine_sweep(command: str, workdir: Path) -> engine_sweep.EngineSweep:
+    """Both engines at each concurrency, with what the doc says about when and where they ran."""
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
+    runs, skipped = engine_sweep.measure(REPO, workdir, _log)
+    return engine_sweep.EngineSweep(command, date, commit, machine_summary(), load_before, os.getloadavg(), runs, skipped)
+
+
+def run_engine_sweep(workdir: Path, doc: bool) -> int:
+    """Only the engines' rollouts per minute by concurrency: six one-iteration runs."""
+    os.chdir(REPO)  # the example's relative task folder resolves from the repository
+    measured = measure_engine_sweep(f"{COMMAND} --engine-sweep", workdir)
+    print("\n".join(engine_sweep.terminal_lines(measured)))
+    if doc:
+        write_subsection(report.SECTION, engine_sweep.SUBSECTION, engine_sweep.subsection_markdown(measured))
+        _log(f"wrote {engine_sweep.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "overhead",
@@ -248,7 +271,10 @@ def main() -> None:
     parser.add_argument("--engines", action="store_true", help="measure only the dev engine against vLLM's CPU build")
     parser.add_argument("--sandbox", action="store_true", help="measure only a rollout pod's start-up, sandboxed or not")
     parser.add_argument("--overlap", action="store_true", help="measure only the quickstart overlapped against in order")
+    parser.add_argument("--engine-sweep", action="store_true", help="measure only both engines' rollouts per minute by concurrency")
     args = parser.parse_args()
+    if args.engine_sweep:
+        sys.exit(run_engine_sweep(args.workdir.resolve(), doc=not args.no_doc))
     if args.overlap:
         sys.exit(run_overlap(args.workdir.resolve(), doc=not args.no_doc))
     if args.sandbox:
