@@ -37,7 +37,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section, write_subsection
+from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, stamped, write_section, write_subsection
 from benchmarks.overhead import cli_start, engine_sweep, engines, overlap, report, sandbox
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
@@ -177,9 +177,7 @@ def run(workdir: Path, doc: bool) -> int:
 
 def measure_cli_start(command: str) -> cli_start.CliStart:
     """The cold `openforge --help` runs, with what the doc says about when and where they ran."""
-    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
-    runs, floors = cli_start.help_seconds(REPO), cli_start.floor_seconds(REPO)
-    return cli_start.CliStart(command, date, commit, machine_summary(), load_before, os.getloadavg(), runs, floors)
+    return stamped(cli_start.CliStart, command, lambda: (cli_start.help_seconds(REPO), cli_start.floor_seconds(REPO)))
 
 
 def run_cli_start(doc: bool) -> int:
@@ -194,9 +192,7 @@ def run_cli_start(doc: bool) -> int:
 
 def measure_engines(command: str, workdir: Path) -> engines.EngineComparison:
     """The engines side by side, with what the doc says about when and where they ran."""
-    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
-    dev, vllm, version, skipped = engines.measure(REPO, workdir / "engines")
-    return engines.EngineComparison(command, date, commit, machine_summary(), load_before, os.getloadavg(), dev, vllm, version, skipped)
+    return stamped(engines.EngineComparison, command, lambda: engines.measure(REPO, workdir / "engines"))
 
 
 def run_engines(workdir: Path, doc: bool) -> int:
@@ -211,9 +207,7 @@ def run_engines(workdir: Path, doc: bool) -> int:
 
 def measure_sandbox(command: str) -> sandbox.SandboxFigures:
     """A rollout pod's start-up under both runtimes, with what the doc says about when and where."""
-    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
-    seconds, skipped = sandbox.measure(REPO)
-    return sandbox.SandboxFigures(command, date, commit, machine_summary(), load_before, os.getloadavg(), seconds, skipped)
+    return stamped(sandbox.SandboxFigures, command, lambda: sandbox.measure(REPO))
 
 
 def run_sandbox(doc: bool) -> int:
@@ -228,9 +222,7 @@ def run_sandbox(doc: bool) -> int:
 
 def measure_overlap(command: str, workdir: Path) -> overlap.OverlapFigures:
     """The quickstart in order and overlapped, with what the doc says about when and where they ran."""
-    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
-    runs = overlap.measure(REPO, workdir, _log)
-    return overlap.OverlapFigures(command, date, commit, machine_summary(), load_before, os.getloadavg(), runs)
+    return stamped(overlap.OverlapFigures, command, lambda: (overlap.measure(REPO, workdir, _log),))
 
 
 def run_overlap(workdir: Path, doc: bool) -> int:
@@ -246,9 +238,7 @@ def run_overlap(workdir: Path, doc: bool) -> int:
 
 def measure_engine_sweep(command: str, workdir: Path) -> engine_sweep.EngineSweep:
     """Both engines at each concurrency, with what the doc says about when and where they ran."""
-    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
-    runs, skipped = engine_sweep.measure(REPO, workdir, _log)
-    return engine_sweep.EngineSweep(command, date, commit, machine_summary(), load_before, os.getloadavg(), runs, skipped)
+    return stamped(engine_sweep.EngineSweep, command, lambda: engine_sweep.measure(REPO, workdir, _log))
 
 
 def run_engine_sweep(workdir: Path, doc: bool) -> int:

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import os
 import platform
 import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import psutil
 
@@ -51,6 +55,36 @@ def commit_text() -> str:
 
 def now_text() -> str:
     return dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+@dataclass(frozen=True)
+class Stamp:
+    """When, where and from what code a benchmark part ran: its figures' first six fields."""
+
+    command: str
+    date: str
+    commit: str
+    machine: str
+    load_before: tuple[float, ...]  # os.getloadavg() around the runs
+    load_after: tuple[float, ...]
+
+    def stamp_line(self) -> str:
+        """The subsection's first line: command, date, commit, machine and load."""
+        load = lambda values: ", ".join(f"{v:.1f}" for v in values)  # noqa: E731
+        return (
+            f"Command: `{self.command}`. Date: {self.date}. Commit: {self.commit}. Machine: {self.machine}; "
+            f"load average (1, 5, 15 min) {load(self.load_before)} before, {load(self.load_after)} after."
+        )
+
+
+S = TypeVar("S", bound=Stamp)
+
+
+def stamped(figures: Callable[..., S], command: str, measure: Callable[[], tuple[Any, ...]]) -> S:
+    """``figures(<stamp fields>, *measure())``, the date, commit and load taken around the measuring."""
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
+    measured = measure()
+    return figures(command, date, commit, machine_summary(), load_before, os.getloadavg(), *measured)
 
 
 def replace_section(doc: str, title: str, section: str, level: int = 2) -> str:

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.doc_sections import Stamp
 from components.core.services import openforge_argv
 
 SUBSECTION = "Cold start of `openforge --help`"
@@ -26,13 +27,7 @@ FLOORS = {"a bare interpreter": "pass", "importing typer alone": "import typer"}
 
 
 @dataclass(frozen=True)
-class CliStart:
-    command: str
-    date: str
-    commit: str
-    machine: str
-    load_before: tuple[float, float, float]  # os.getloadavg() around the runs
-    load_after: tuple[float, float, float]
+class CliStart(Stamp):
     runs_s: tuple[float, ...]
     floors_s: dict[str, float]  # FLOORS' names -> median seconds: what this CLI cannot go under
 
@@ -69,13 +64,11 @@ def target_met(start: CliStart) -> bool:
 
 
 def subsection_markdown(start: CliStart) -> str:
-    load = lambda values: ", ".join(f"{v:.1f}" for v in values)  # noqa: E731
     mark = "PASS" if target_met(start) else "FAIL"
     lines = [
         f"### {SUBSECTION}",
         "",
-        f"Command: `{start.command}`. Date: {start.date}. Commit: {start.commit}. Machine: {start.machine}; "
-        f"load average (1, 5, 15 min) {load(start.load_before)} before, {load(start.load_after)} after.",
+        start.stamp_line(),
         "",
         f"`{' '.join(['python', *openforge_argv('--help')[1:]])}` in a fresh interpreter, {len(start.runs_s)} runs "
         f"one after another (after one untimed run), from the call to the process's exit: median "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.doc_sections import Stamp
 from benchmarks.pipeline_runs import bench_config, run_fresh
 
 SUBSECTION = "Rollouts per minute by concurrency, dev engine and vLLM"
@@ -35,13 +36,7 @@ class SweepRun:
 
 
 @dataclass(frozen=True)
-class EngineSweep:
-    command: str
-    date: str
-    commit: str
-    machine: str
-    load_before: tuple[float, ...]
-    load_after: tuple[float, ...]
+class EngineSweep(Stamp):
     runs: tuple[SweepRun, ...]
     skipped: str | None  # why vLLM did not run, if it did not
 
@@ -85,7 +80,6 @@ def terminal_lines(sweep: EngineSweep) -> list[str]:
 
 
 def subsection_markdown(sweep: EngineSweep) -> str:
-    load = lambda values: ", ".join(f"{v:.1f}" for v in values)  # noqa: E731
     by = {(r.engine, r.concurrency): r for r in sweep.runs}
     rows = []
     for concurrency in SWEEP:
@@ -99,7 +93,7 @@ def subsection_markdown(sweep: EngineSweep) -> str:
     skipped = f"\n\nvLLM did not run: {sweep.skipped}." if sweep.skipped else ""
     return f"""### {SUBSECTION}
 
-Command: `{sweep.command}`. Date: {sweep.date}. Commit: {sweep.commit}. Machine: {sweep.machine}; load average (1, 5, 15 min) {load(sweep.load_before)} before, {load(sweep.load_after)} after.
+{sweep.stamp_line()}
 
 One iteration of `examples/vllm.yaml`'s tasks (3 dense-reward tasks, the reference harness, one free-sampled answer of at most 48 tokens) per engine and concurrency, the tiny model, the CPU update; the engines alternate at each concurrency. Each cell: rollouts per minute over the rollout phase (first rollout's start to last one's end), and that phase.
 

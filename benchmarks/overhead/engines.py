@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.doc_sections import Stamp
 from components.core.checkpoints import write_checkpoint_info
 from components.core.config import ExperimentConfig, load_config
 from components.core.services import Service, free_port, openforge_argv, start_service
@@ -80,13 +81,7 @@ class EngineFigures:
 
 
 @dataclass(frozen=True)
-class EngineComparison:
-    command: str
-    date: str
-    commit: str
-    machine: str
-    load_before: tuple[float, float, float]
-    load_after: tuple[float, float, float]
+class EngineComparison(Stamp):
     dev: EngineFigures
     vllm: EngineFigures | None  # None: not installed, ``skipped`` says why
     vllm_version: str = ""
@@ -241,7 +236,6 @@ def table_lines(comparison: EngineComparison) -> list[str]:
 
 
 def subsection_markdown(comparison: EngineComparison) -> str:
-    load = lambda values: ", ".join(f"{v:.1f}" for v in values)  # noqa: E731
     c = comparison
     settings = CPU_VLLM_SETTINGS
     engines = (
@@ -255,8 +249,7 @@ def subsection_markdown(comparison: EngineComparison) -> str:
     lines = [
         f"### {SUBSECTION}",
         "",
-        f"Command: `{c.command}`. Date: {c.date}. Commit: {c.commit}. Machine: {c.machine}; "
-        f"load average (1, 5, 15 min) {load(c.load_before)} before, {load(c.load_after)} after.",
+        c.stamp_line(),
         "",
         f"The tiny model (policy version {VERSION}) on each engine in turn, never both at once: the dev engine as "
         f"`openforge engine serve` with its defaults; {engines}. Start-up runs from the process's start until "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchmarks.doc_sections import Stamp
 from benchmarks.pipeline_runs import bench_config, run_fresh
 
 SUBSECTION = "Overlapped iterations against in order, the quickstart"
@@ -29,13 +30,7 @@ class OverlapRun:
 
 
 @dataclass(frozen=True)
-class OverlapFigures:
-    command: str
-    date: str
-    commit: str
-    machine: str
-    load_before: tuple[float, ...]
-    load_after: tuple[float, ...]
+class OverlapFigures(Stamp):
     runs: tuple[OverlapRun, ...]
 
 
@@ -71,7 +66,6 @@ def terminal_lines(figures: OverlapFigures) -> list[str]:
 
 
 def subsection_markdown(figures: OverlapFigures) -> str:
-    load = lambda values: ", ".join(f"{v:.1f}" for v in values)  # noqa: E731
     rows = "\n".join(
         f"| {r.max_staleness} | {r.wall_s:.1f} | {' / '.join(f'{s:.0f}' for s in r.iteration_s)} | "
         f"{' / '.join(f'{p:.2f}' for p in r.pass_at_1)} | {' / '.join(f'{lag:.0f}' for lag in r.policy_lag)} |"
@@ -79,7 +73,7 @@ def subsection_markdown(figures: OverlapFigures) -> str:
     )
     return f"""### {SUBSECTION}
 
-Command: `{figures.command}`. Date: {figures.date}. Commit: {figures.commit}. Machine: {figures.machine}; load average (1, 5, 15 min) {load(figures.load_before)} before, {load(figures.load_after)} after.
+{figures.stamp_line()}
 
 `examples/quickstart.yaml` for {ITERATIONS} iterations, each run in a fresh store, in order (`algorithm.max_staleness: 0`) and then overlapped (`1`: iteration k+1's rollouts on checkpoint k while k trains). Wall time is `run_experiment`'s, set-up and summary included; an iteration's time is its workflow's (with overlap it also runs the next iteration's rollouts). Policy lag: `batch/policy_lag_mean`, versions between the sampling and the trained checkpoint.
 

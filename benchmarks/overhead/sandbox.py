@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.doc_sections import Stamp
 from components.core.services import openforge_argv
 from components.core.storage import open_store
 from pipelines.executor import ExecutorOptions, SandboxOptions, execute_workflow, sandbox_problem
@@ -40,13 +41,7 @@ MAINS = {
 
 
 @dataclass(frozen=True)
-class SandboxFigures:
-    command: str
-    date: str
-    commit: str
-    machine: str
-    load_before: tuple[float, ...]
-    load_after: tuple[float, ...]
+class SandboxFigures(Stamp):
     seconds: dict[str, dict[str, tuple[float, ...]]]  # main -> runtime -> each run
     skipped: str = ""
 
@@ -118,7 +113,6 @@ def table_lines(figures: SandboxFigures) -> list[str]:
 
 
 def subsection_markdown(figures: SandboxFigures) -> str:
-    load = lambda values: ", ".join(f"{v:.1f}" for v in values)  # noqa: E731
     f = figures
     body = (
         table_lines(f)
@@ -128,8 +122,7 @@ def subsection_markdown(figures: SandboxFigures) -> str:
     lines = [
         f"### {SUBSECTION}",
         "",
-        f"Command: `{f.command}`. Date: {f.date}. Commit: {f.commit}. Machine: {f.machine}; "
-        f"load average (1, 5, 15 min) {load(f.load_before)} before, {load(f.load_after)} after.",
+        f.stamp_line(),
         "",
         "One pod shaped like a rollout (a main container and a `proxy` sidecar whose `--upstream` is an engine "
         "stand-in on loopback) through the local executor, the `process` and the `sandbox` runtime alternating, "

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -71,8 +72,6 @@ def _local_nodes(trainer: TrainerConfig) -> Iterator[str]:
 
 
 def _wait_for_nodes(count: int) -> None:
-    import time
-
     import ray
 
     end = time.monotonic() + NODES_DEADLINE_S
