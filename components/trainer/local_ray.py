@@ -40,7 +40,7 @@ def ray_for_update(trainer: TrainerConfig, runtime_env: Mapping[str, Any]) -> It
         yield
         return
     if not runs_local_nodes(trainer):
-        ray.init(**ray_init_options(trainer, runtime_env))
+        _init_once_more_if_it_fails(ray_init_options(trainer, runtime_env))
         try:
             yield
         finally:
@@ -54,6 +54,20 @@ def ray_for_update(trainer: TrainerConfig, runtime_env: Mapping[str, Any]) -> It
             yield
         finally:
             ray.shutdown()
+
+
+def _init_once_more_if_it_fails(options: Mapping[str, Any]) -> None:
+    """``ray.init(**options)``, once more on a fresh Ray if the first start fails: on a loaded
+    machine Ray's own start can time out ("The current node timed out during startup", seen
+    in a CI run's train step), and a second start comes up. A lasting problem fails twice."""
+    import ray
+
+    try:
+        ray.init(**options)
+    except Exception as first:  # noqa: BLE001 - Ray raises a bare Exception for a node that never came up
+        print(f"openforge: Ray did not start ({first}); starting a fresh one once more", flush=True)
+        ray.shutdown()
+        ray.init(**options)
 
 
 @contextmanager
