@@ -28,6 +28,7 @@ from components.core.rollout_identity import OUTCOME_FILE, parse_rollout_id, ses
 from components.core.services import ServiceError, wait_healthy
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
 from components.environments import DesktopEnvironment, EnvironmentSetupError
+from components.rollout._attempt_dir import attempt_dir
 from components.rollout._confine import confined, confinement_problem
 from components.rollout._cut import CutPoll, first_reason
 from components.rollout._desktop import open_desktop
@@ -137,9 +138,8 @@ class _Rollout:
 
     def _attempt(self, adapter: HarnessAdapter, task: Task, attempt: int, deadline: float, sink: EgressSink) -> None:
         # An agent can leave files its cleanup cannot remove; that must not sink the outcome.
-        prefix = f"openforge-{self.record.rollout_id}-"
-        with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as tmp:
-            workspace, scratch = _prepare_dirs(task, Path(tmp))
+        with attempt_dir(self.record.rollout_id) as tmp:
+            workspace, scratch = _prepare_dirs(task, tmp)
             env = _isolated_env(home=scratch / "home", proxy_env=sink.proxy_env())
             if not self._wait_for_proxy(deadline):
                 return
