@@ -9,6 +9,7 @@ Requests run one after another, in arrival order.
 from __future__ import annotations
 
 import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, TypeVar
 
@@ -27,6 +28,9 @@ class DevEngine:
         # Jobs queued or running in the generation thread; a job leaves only when the thread
         # is done with it, so a cancelled request stays counted until it really stopped.
         self.in_flight = 0
+        # Seconds the generation thread spent on jobs: against a rollout phase's wall time,
+        # the share in which the model, not the harnesses, held the rollouts up.
+        self.busy_s = 0.0
         self._generation = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dev-engine-generate")
         # Templating and tokenizing long prompts is kept off the event loop too, but apart
         # from generation so it does not queue behind a long answer.
@@ -65,7 +69,11 @@ class DevEngine:
     def _run(self, job: Job, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
         try:
             if not job.cancelled.is_set():
-                self.runner.run(job)
+                started = time.perf_counter()
+                try:
+                    self.runner.run(job)
+                finally:
+                    self.busy_s += time.perf_counter() - started
         except Exception as exc:  # surfaces in the request that caused it, not the thread
             _post(loop, queue, exc)
         finally:

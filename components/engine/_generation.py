@@ -2,8 +2,9 @@
 
 Each step reports the chosen token, the model's raw log-softmax for it (vLLM's default
 ``raw_logprobs`` mode: before temperature, top-k or top-p), optional top alternatives,
-and the text that became final. Forced tokens (scripted mode) go through the very same
-loop, so their logprobs are the model's own.
+and the text that became final. Forced tokens (scripted and choice modes) go through the
+very same loop, so their logprobs are the model's own; being known in advance, they run
+through the model as one chunk rather than a step each.
 
 Agent loops resend the whole conversation every turn, and several sessions share one
 engine: the KV caches of recent conversations are kept (``_kv_cache.KVCacheStore``) and a
@@ -156,12 +157,18 @@ class ModelRunner:
             reply = ScriptedReply(choose(self, job.prompt_ids, cut, params.temperature, generator))
         text_only = sorted(ending_ids | self._added_ids)
         logits = self._prefill(job.prompt_ids)
+        ahead: list[Any] = []  # logits after each forced token already run, not yet used
         for index in range(params.max_tokens):
             if job.cancelled.is_set():
                 return
             logprobs = torch.log_softmax(logits, dim=-1)
             if 0 <= index - reply.sampled_first < len(reply.forced_ids):
                 token = reply.forced_ids[index - reply.sampled_first]
+                if index == reply.sampled_first:
+                    # The forced tokens are known in advance, so they run as one forward pass
+                    # instead of one step each: at a harness's 22k-token context a step costs
+                    # about as much as a 100-token chunk.
+                    ahead = list(self._forward_all(reply.forced_ids[: params.max_tokens - index]))
             else:
                 if index < reply.sampled_first:
                     banned = text_only
@@ -186,8 +193,10 @@ class ModelRunner:
                     step.finish_reason = "length"
             job.emit(step)
             if step.finish_reason is not None:
+                if len(ahead) > 1:  # forced tokens run ahead of a stop: not part of the answer
+                    self._rewind(len(self._entry.ids) - len(ahead) + 1)
                 return
-            logits = self._forward([token])
+            logits = ahead.pop(0) if ahead else self._forward([token])
 
     def _prefill(self, prompt_ids: list[int]) -> Any:
         """Logits of the prompt's last position, starting from the best cached conversation."""

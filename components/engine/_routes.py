@@ -328,6 +328,10 @@ class Routes:
             "status": "ok",
             "policy_version": self.policy_version,
             "in_flight": self.engine.in_flight,
+            # What the engine costs the machine, for the benchmarks that split a rollout
+            # phase between the model and the harnesses (docs/benchmarks.md).
+            "busy_s": round(self.engine.busy_s, 3),
+            "cpu_s": round(time.process_time(), 3),
             "kv_cache": self.engine.runner.cache.snapshot(),
         }
         return json_response(body)

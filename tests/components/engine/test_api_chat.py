@@ -148,6 +148,20 @@ def test_models_and_health_name_the_served_checkpoint(client: Any, dev_engine: E
     assert health.status_code == 200 and health.json()["policy_version"] == tiny_model_dir.name
 
 
+def test_health_counts_the_seconds_the_engine_spent_generating(client: Any, dev_engine: EngineServer) -> None:
+    before = httpx.get(dev_engine.url + "/health").json()
+    client.chat.completions.create(
+        model=dev_engine.model, messages=MESSAGES, max_tokens=64, extra_body={"ignore_eos": True}
+    )
+    _wait_idle(dev_engine)
+    after = httpx.get(dev_engine.url + "/health").json()
+    generating = after["busy_s"] - before["busy_s"]
+    assert generating > 0, "64 tokens were generated, so the generation thread was busy"
+    # The process's CPU covers generation and more (the event loop, tokenizing), never less
+    # than a small part of it: generation runs on the CPU.
+    assert after["cpu_s"] > before["cpu_s"] and generating < 60
+
+
 def test_tokenize_a_plain_prompt_and_detokenize_it_back(dev_engine: EngineServer, tokenizer: Any) -> None:
     tokens = httpx.post(dev_engine.url + "/tokenize", json={"prompt": "hello world"}).json()
     assert tokens["tokens"] == tokenizer.encode("hello world") and tokens["count"] == len(tokens["tokens"])

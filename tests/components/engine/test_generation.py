@@ -64,6 +64,21 @@ def test_stop_token_ids_end_generation_and_name_the_token(runner: ModelRunner) -
     assert steps[-1].finish_reason == "stop" and steps[-1].stop_reason == forced[1]
 
 
+def test_forced_tokens_past_a_stop_leave_the_cache_and_the_next_call_stays_exact(
+    runner: ModelRunner, rescore: Callable[[list[int], list[int]], list[float]]
+) -> None:
+    prompt = runner.tokenizer.encode("Count with me:")
+    forced = runner.tokenizer.encode(" one two three four five")
+    steps = _run(runner, prompt, SamplingParams(max_tokens=50, stop_token_ids=(forced[2],)), forced)
+    assert [s.token_id for s in steps] == forced[:3]
+    # The forced tokens run as one pass; those after the stop are no part of the conversation.
+    [entry] = [e for e in runner.cache._entries.values() if e.ids[: len(prompt)] == prompt]
+    assert entry.ids == prompt + forced[:3]
+    follow = prompt + forced[:3] + runner.tokenizer.encode(" six")
+    again = _run(runner, follow, SamplingParams(max_tokens=4, seed=3))
+    assert [s.logprob for s in again] == pytest.approx(rescore(follow, [s.token_id for s in again]), abs=1e-4)
+
+
 def test_ignore_eos_generates_past_the_end_of_turn(runner: ModelRunner) -> None:
     end = runner.tokenizer.convert_tokens_to_ids("<|im_end|>")
     steps = _run(runner, [1, 2, 3], SamplingParams(max_tokens=4, ignore_eos=True), [40, end, 41])
