@@ -38,7 +38,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, stamped, write_section, write_subsection
-from benchmarks.overhead import cli_start, engine_sweep, engines, overlap, report, sandbox
+from benchmarks.overhead import cli_start, engine_bound, engine_sweep, engines, overlap, report, sandbox
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
 from benchmarks.pipeline_runs import bench_config, run_fresh
@@ -138,6 +138,8 @@ def run(workdir: Path, doc: bool) -> int:
     overlap_figures = measure_overlap(COMMAND, workdir)
     _log("both engines' rollouts per minute by concurrency")
     sweep_figures = measure_engine_sweep(COMMAND, workdir)
+    _log("real Claude Code at concurrency 8: the engine's share of the machine")
+    bound_figures = measure_engine_bound(COMMAND, workdir)
 
     print("\n".join(report.terminal_lines(quickstart, sweep, startup)))
     print(f"warm start of an openforge container (fork, `--help`, exit): {warm_s:.3f} s")
@@ -146,6 +148,7 @@ def run(workdir: Path, doc: bool) -> int:
     print("\n".join(sandbox.terminal_lines(sandbox_figures)))
     print("\n".join(overlap.terminal_lines(overlap_figures)))
     print("\n".join(engine_sweep.terminal_lines(sweep_figures)))
+    print("\n".join(engine_bound.terminal_lines(bound_figures)))
     if doc:
         info = report.RunInfo(
             command=COMMAND, date=date, machine=machine_summary(),
@@ -171,6 +174,7 @@ def run(workdir: Path, doc: bool) -> int:
         write_subsection(report.SECTION, sandbox.SUBSECTION, sandbox.subsection_markdown(sandbox_figures))
         write_subsection(report.SECTION, overlap.SUBSECTION, overlap.subsection_markdown(overlap_figures))
         write_subsection(report.SECTION, engine_sweep.SUBSECTION, engine_sweep.subsection_markdown(sweep_figures))
+        write_subsection(report.SECTION, engine_bound.SUBSECTION, engine_bound.subsection_markdown(bound_figures))
         _log(f"wrote the {report.SECTION!r} section of {DOC}")
     return 0 if report.target_met(quickstart) else 1
 
@@ -252,6 +256,22 @@ def run_engine_sweep(workdir: Path, doc: bool) -> int:
     return 0
 
 
+def measure_engine_bound(command: str, workdir: Path) -> engine_bound.EngineBound:
+    """Real Claude Code's rollout phase split between the engine and the rest of the machine."""
+    return stamped(engine_bound.EngineBound, command, lambda: engine_bound.measure(REPO, workdir, _log))
+
+
+def run_engine_bound(workdir: Path, doc: bool) -> int:
+    """Only the bound on a faster engine's gain with real Claude Code: one evaluation pass."""
+    os.chdir(REPO)  # the example's relative task folder resolves from the repository
+    measured = measure_engine_bound(f"{COMMAND} --engine-bound", workdir)
+    print("\n".join(engine_bound.terminal_lines(measured)))
+    if doc:
+        write_subsection(report.SECTION, engine_bound.SUBSECTION, engine_bound.subsection_markdown(measured))
+        _log(f"wrote {engine_bound.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "overhead",
@@ -262,7 +282,11 @@ def main() -> None:
     parser.add_argument("--sandbox", action="store_true", help="measure only a rollout pod's start-up, sandboxed or not")
     parser.add_argument("--overlap", action="store_true", help="measure only the quickstart overlapped against in order")
     parser.add_argument("--engine-sweep", action="store_true", help="measure only both engines' rollouts per minute by concurrency")
+    parser.add_argument("--engine-bound", action="store_true",
+                        help="measure only how much a faster engine could speed up real Claude Code rollouts")
     args = parser.parse_args()
+    if args.engine_bound:
+        sys.exit(run_engine_bound(args.workdir.resolve(), doc=not args.no_doc))
     if args.engine_sweep:
         sys.exit(run_engine_sweep(args.workdir.resolve(), doc=not args.no_doc))
     if args.overlap:
