@@ -188,7 +188,7 @@ def subsection_markdown(figures: EngineBound) -> str:
 |---:|---:|---:|---:|---:|---:|---:|
 | {phase:.0f} s | {f.per_minute:.1f} | {f.engine_busy_s:.0f} s ({f.engine_busy_s / phase:.0%}) | {f.engine_cpu_s:.0f} s | {f.other_cpu_s:.0f} s | {f.other_cpu_s / f.cores:.0f} s ({f.cores} cores) | {f.bound:.2f}x |
 
-Reading it: an engine that answered every call at once would still leave the CPU work outside it (Claude Code's own Node.js process, the recording proxy, the runner and the verifier of each rollout, and the sandbox's start) to this machine's {f.cores} cores, so the rollout phase could not end sooner than that work spread over every core. The last column is therefore the most any engine, batched or not, could raise rollouts per minute of real Claude Code here. On a GPU the engine's share is what batching removes; on this machine the harnesses hold the cores.
+Reading it: an engine that answered every call at once would still leave the CPU work outside it (Claude Code's own Node.js process, the recording proxy, the runner and the verifier of each rollout, and the sandbox's start) to this machine's {f.cores} cores, so the rollout phase could not end sooner than that work spread over every core. The last column is therefore the most any engine, batched or not, could raise rollouts per minute of real Claude Code here. Over the phase the machine's cores were {f.machine_cpu_s / (phase * f.cores):.0%} busy, the engine's share of that CPU {f.engine_cpu_s / max(f.machine_cpu_s, 1e-9):.0%}: a batching engine saves its own CPU, never the harnesses'.
 """
 
 

@@ -48,4 +48,5 @@ def test_the_subsection_shows_the_phase_the_engine_share_and_the_bound() -> None
     assert text.startswith(f"### {engine_bound.SUBSECTION}\n")
     assert "Command: `cmd --engine-bound`. Date: today. Commit: abc1234." in text
     assert "| 120 s | 8.0 | 30 s (25%) | 40 s | 160 s | 80 s (2 cores) | 1.50x |" in text
+    assert "the machine's cores were 83% busy, the engine's share of that CPU 20%" in text
     assert engine_bound.terminal_lines(_figures())[-1] == "no engine could raise rollouts/min by more than 1.50x here"
