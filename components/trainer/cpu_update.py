@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from components.core.config import AlgorithmConfig
+from components.trainer.shared_prefix import MIN_SHARED, prefixed_logits, shared_prefix_length
 
 
 class UpdateError(ValueError):
@@ -53,13 +54,17 @@ def response_log_probs(model: Any, micro: Any, temperature: float) -> tuple[Any,
     # The logit at position t predicts token t+1: responses start after the last prompt token,
     # so the last R+1 positions less the final one. Only those are projected to the vocabulary:
     # on a 22k-token agent row the prompt's logits would be most of the update's memory.
-    logits = model(
-        input_ids=micro["input_ids"],
-        attention_mask=micro["attention_mask"],
-        use_cache=False,
-        logits_to_keep=response_width + 1,
-        **_positions_and_images(micro),
-    ).logits
+    extra = _positions_and_images(micro)
+    if micro.get("shared_prefix", 0):
+        logits = prefixed_logits(model, micro, micro["shared_prefix"], response_width + 1, extra)
+    else:
+        logits = model(
+            input_ids=micro["input_ids"],
+            attention_mask=micro["attention_mask"],
+            use_cache=False,
+            logits_to_keep=response_width + 1,
+            **extra,
+        ).logits
     logits = logits[:, :response_width, :] / temperature
     return logprobs_from_logits(logits, micro["responses"]), entropy_from_logits(logits)
 
@@ -82,23 +87,37 @@ def _positions_and_images(micro: dict[str, Any]) -> dict[str, Any]:
 
 def micro_batches(batch: Any, micro_size: int, max_tokens: int, images: Any = None) -> list[dict[str, Any]]:
     """Consecutive rows of ``batch`` in groups of at most ``micro_size`` rows and ``max_tokens``
-    padded tokens (rows x the group's own widths), each trimmed of the padding only other
-    rows needed; a row longer than ``max_tokens`` goes alone. ``images``: the rows'
-    ``multi_modal_inputs`` (a vision-language policy)."""
+    padded tokens (rows x the group's own widths; a prompt prefix every row shares counts
+    once, as it runs once: shared_prefix.py), each trimmed of the padding only other rows
+    needed; a row longer than ``max_tokens`` goes alone. ``images``: the rows'
+    ``multi_modal_inputs`` (a vision-language policy, whose rows never share a prefix run)."""
     prompt_width = batch["prompts"].shape[1]
     lengths = list(zip(batch["attention_mask"][:, :prompt_width].sum(1).tolist(), batch["attention_mask"][:, prompt_width:].sum(1).tolist()))
-    groups, start = [], 0
+    text = images is None and batch["position_ids"].dim() == 2
+    prompt = lambda row: batch["prompts"][row, prompt_width - lengths[row][0] :]  # noqa: E731
+    groups, start, shared = [], 0, 0
     for end in range(1, len(lengths) + 1):
         rows = lengths[start:end]
-        padded = len(rows) * (max(p for p, _ in rows) + max(r for _, r in rows))
+        if end - start == 1:
+            candidate = 0
+        else:  # what every row of the group shares is what the new row shares with the first
+            pair = shared_prefix_length([prompt(start), prompt(end - 1)]) if text else 0
+            candidate = pair if end - start == 2 else min(shared, pair)
+        run_once = candidate if candidate >= MIN_SHARED else 0
+        padded = run_once + len(rows) * (max(p for p, _ in rows) - run_once + max(r for _, r in rows))
         if end - start > 1 and (end - start > micro_size or padded > max_tokens):
-            groups.append((start, end - 1))
-            start = end - 1
-    groups.append((start, len(lengths)))
-    micros = [_trimmed(batch, a, b, lengths[a:b], prompt_width) for a, b in groups if b > a]
-    if images is not None:
-        for micro, (a, b) in zip(micros, [g for g in groups if g[1] > g[0]]):
+            groups.append((start, end - 1, shared))
+            start, shared = end - 1, 0
+        else:
+            shared = candidate
+    groups.append((start, len(lengths), shared))
+    micros = []
+    for a, b, common in groups:
+        micro = _trimmed(batch, a, b, lengths[a:b], prompt_width)
+        micro["shared_prefix"] = common if common >= MIN_SHARED else 0
+        if images is not None:
             micro["multi_modal_inputs"] = list(images[a:b])
+        micros.append(micro)
     return micros
 
 
