@@ -51,14 +51,16 @@ def bench_config(path: Path, root: Path, overrides: Mapping[str, Any] | None = N
     return with_overrides(load_config(path), overrides)
 
 
-def run_fresh(config: ExperimentConfig, root: Path, console: Console | None = None) -> FinishedRun:
-    """Empty ``root``, then run every iteration of ``config`` through ``run_experiment``."""
-    from pipelines.run import run_experiment
+def run_fresh(config: ExperimentConfig, root: Path, console: Console | None = None, runtime: str | None = None) -> FinishedRun:
+    """Empty ``root``, then run every iteration of ``config`` through ``run_experiment``, on
+    ``runtime`` (default: `openforge run`'s, so a benchmark measures what users run)."""
+    from pipelines.run import DEFAULT_RUNTIME, run_experiment
 
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     started = time.monotonic()
-    logged = run_experiment(config, console=console, workdir=root)  # it adds executor/<name>/ itself
+    # it adds executor/<name>/ itself
+    logged = run_experiment(config, console=console, workdir=root, runtime=runtime or DEFAULT_RUNTIME)
     return FinishedRun(config=config, root=root, logged=logged, wall_s=time.monotonic() - started)
 
 
