@@ -204,11 +204,7 @@ def measure_engines(command: str, workdir: Path) -> engines.EngineComparison:
 def run_engines(workdir: Path, doc: bool) -> int:
     """Only the dev engine against vLLM's CPU build: minutes (vLLM's start), not the whole benchmark."""
     measured = measure_engines(f"{COMMAND} --engines", workdir)
-    print("\n".join(engines.terminal_lines(measured)))
-    if doc:
-        write_subsection(report.SECTION, engines.SUBSECTION, engines.subsection_markdown(measured))
-        _log(f"wrote {engines.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
-    return 0
+    return _report(engines, measured, doc)
 
 
 def measure_sandbox(command: str) -> sandbox.SandboxFigures:
@@ -219,11 +215,7 @@ def measure_sandbox(command: str) -> sandbox.SandboxFigures:
 def run_sandbox(doc: bool) -> int:
     """Only the sandbox's start-up cost: about a minute, not the whole benchmark."""
     measured = measure_sandbox(f"{COMMAND} --sandbox")
-    print("\n".join(sandbox.terminal_lines(measured)))
-    if doc:
-        write_subsection(report.SECTION, sandbox.SUBSECTION, sandbox.subsection_markdown(measured))
-        _log(f"wrote {sandbox.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
-    return 0
+    return _report(sandbox, measured, doc)
 
 
 def measure_overlap(command: str, workdir: Path) -> overlap.OverlapFigures:
@@ -235,11 +227,7 @@ def run_overlap(workdir: Path, doc: bool) -> int:
     """Only the overlap comparison: two multi-iteration quickstart runs."""
     os.chdir(REPO)  # the quickstart's relative task folder resolves from the repository
     measured = measure_overlap(f"{COMMAND} --overlap", workdir)
-    print("\n".join(overlap.terminal_lines(measured)))
-    if doc:
-        write_subsection(report.SECTION, overlap.SUBSECTION, overlap.subsection_markdown(measured))
-        _log(f"wrote {overlap.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
-    return 0
+    return _report(overlap, measured, doc)
 
 
 def measure_engine_sweep(command: str, workdir: Path) -> engine_sweep.EngineSweep:
@@ -251,11 +239,7 @@ def run_engine_sweep(workdir: Path, doc: bool) -> int:
     """Only the engines' rollouts per minute by concurrency: six one-iteration runs."""
     os.chdir(REPO)  # the example's relative task folder resolves from the repository
     measured = measure_engine_sweep(f"{COMMAND} --engine-sweep", workdir)
-    print("\n".join(engine_sweep.terminal_lines(measured)))
-    if doc:
-        write_subsection(report.SECTION, engine_sweep.SUBSECTION, engine_sweep.subsection_markdown(measured))
-        _log(f"wrote {engine_sweep.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
-    return 0
+    return _report(engine_sweep, measured, doc)
 
 
 def measure_engine_bound(command: str, workdir: Path) -> engine_bound.EngineBound:
@@ -267,10 +251,16 @@ def run_engine_bound(workdir: Path, doc: bool) -> int:
     """Only the bound on a faster engine's gain with real Claude Code: one evaluation pass."""
     os.chdir(REPO)  # the example's relative task folder resolves from the repository
     measured = measure_engine_bound(f"{COMMAND} --engine-bound", workdir)
-    print("\n".join(engine_bound.terminal_lines(measured)))
+    return _report(engine_bound, measured, doc)
+
+
+def _report(part, measured, doc: bool) -> int:
+    """A part run alone: its terminal lines, then its subsection in the doc (``part``: one of
+    benchmarks/overhead's modules, with ``terminal_lines``, ``SUBSECTION``, ``subsection_markdown``)."""
+    print("\n".join(part.terminal_lines(measured)))
     if doc:
-        write_subsection(report.SECTION, engine_bound.SUBSECTION, engine_bound.subsection_markdown(measured))
-        _log(f"wrote {engine_bound.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
+        write_subsection(report.SECTION, part.SUBSECTION, part.subsection_markdown(measured))
+        _log(f"wrote {part.SUBSECTION!r} in the {report.SECTION!r} section of {DOC}")
     return 0
 
 

@@ -94,17 +94,24 @@ def micro_batches(batch: Any, micro_size: int, max_tokens: int, images: Any = No
     prompt_width = batch["prompts"].shape[1]
     lengths = list(zip(batch["attention_mask"][:, :prompt_width].sum(1).tolist(), batch["attention_mask"][:, prompt_width:].sum(1).tolist()))
     text = images is None and batch["position_ids"].dim() == 2
-    prompt = lambda row: batch["prompts"][row, prompt_width - lengths[row][0] :]  # noqa: E731
+
+    def run_once(first: int, row: int) -> int:
+        """The prefix rows ``first`` and ``row`` share, when it is worth running once."""
+        if not text:
+            return 0
+        prompts = [batch["prompts"][r, prompt_width - lengths[r][0] :] for r in (first, row)]
+        shared = shared_prefix_length(prompts)
+        return shared if shared >= MIN_SHARED else 0
+
     groups, start, shared = [], 0, 0
     for end in range(1, len(lengths) + 1):
         rows = lengths[start:end]
         if end - start == 1:
             candidate = 0
-        else:  # what every row of the group shares is what the new row shares with the first
-            pair = shared_prefix_length([prompt(start), prompt(end - 1)]) if text else 0
+        else:  # a group shares what each of its rows shares with its first row
+            pair = run_once(start, end - 1)
             candidate = pair if end - start == 2 else min(shared, pair)
-        run_once = candidate if candidate >= MIN_SHARED else 0
-        padded = run_once + len(rows) * (max(p for p, _ in rows) - run_once + max(r for _, r in rows))
+        padded = candidate + len(rows) * (max(p for p, _ in rows) - candidate + max(r for _, r in rows))
         if end - start > 1 and (end - start > micro_size or padded > max_tokens):
             groups.append((start, end - 1, shared))
             start, shared = end - 1, 0
@@ -114,7 +121,7 @@ def micro_batches(batch: Any, micro_size: int, max_tokens: int, images: Any = No
     micros = []
     for a, b, common in groups:
         micro = _trimmed(batch, a, b, lengths[a:b], prompt_width)
-        micro["shared_prefix"] = common if common >= MIN_SHARED else 0
+        micro["shared_prefix"] = common
         if images is not None:
             micro["multi_modal_inputs"] = list(images[a:b])
         micros.append(micro)
