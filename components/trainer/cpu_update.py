@@ -85,22 +85,25 @@ def _positions_and_images(micro: dict[str, Any]) -> dict[str, Any]:
     return extra
 
 
-def micro_batches(batch: Any, micro_size: int, max_tokens: int, images: Any = None) -> list[dict[str, Any]]:
+def micro_batches(
+    batch: Any, micro_size: int, max_tokens: int, images: Any = None, image_token: int | None = None
+) -> list[dict[str, Any]]:
     """Consecutive rows of ``batch`` in groups of at most ``micro_size`` rows and ``max_tokens``
     padded tokens (rows x the group's own widths; a prompt prefix every row shares counts
     once, as it runs once: shared_prefix.py), each trimmed of the padding only other rows
     needed; a row longer than ``max_tokens`` goes alone. ``images``: the rows'
-    ``multi_modal_inputs`` (a vision-language policy, whose rows never share a prefix run)."""
+    ``multi_modal_inputs`` (a vision-language policy); its rows share only the text before
+    their first ``image_token``, and none without it."""
     prompt_width = batch["prompts"].shape[1]
     lengths = list(zip(batch["attention_mask"][:, :prompt_width].sum(1).tolist(), batch["attention_mask"][:, prompt_width:].sum(1).tolist()))
-    text = images is None and batch["position_ids"].dim() == 2
+    shares = image_token is not None if images is not None or batch["position_ids"].dim() == 3 else True
 
     def run_once(first: int, row: int) -> int:
         """The prefix rows ``first`` and ``row`` share, when it is worth running once."""
-        if not text:
+        if not shares:
             return 0
         prompts = [batch["prompts"][r, prompt_width - lengths[r][0] :] for r in (first, row)]
-        shared = shared_prefix_length(prompts)
+        shared = shared_prefix_length(prompts, image_token)
         return shared if shared >= MIN_SHARED else 0
 
     groups, start, shared = [], 0, 0
@@ -304,7 +307,8 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int, opt
         optimizer = build_optimizer(model, algorithm)
     model.train()
     images = data.non_tensor_batch.get("multi_modal_inputs")
-    micros = micro_batches(batch, algorithm.micro_batch_size, algorithm.micro_batch_tokens, images)
+    image_token = getattr(model.config, "image_token_id", None) if images is not None else None
+    micros = micro_batches(batch, algorithm.micro_batch_size, algorithm.micro_batch_tokens, images, image_token)
     epochs = [_epoch(model, optimizer, batch, config, temperature, micros, first=i == 0) for i in range(algorithm.epochs)]
     model.eval()
     averaged = {name: sum(e[name] for e in epochs) / len(epochs) for name in epochs[-1]}

@@ -7,6 +7,10 @@ micro-batch's common prefix runs once, its keys and values are shared by every r
 ``expand``, so their gradients add up in the one prefix graph), and each row runs only
 its own tokens after it. The loss and the gradient are the same as row by row's (tested
 to float tolerance); the cost of a group of siblings drops from n prompts to one.
+
+A vision-language row shares only the text before its first image: two screenshots of one
+size expand to the same pad tokens, yet the model replaces those with each row's own
+pixels' features, so equal ids there do not mean equal keys and values.
 """
 
 from __future__ import annotations
@@ -17,9 +21,10 @@ from typing import Any
 MIN_SHARED = 512
 
 
-def shared_prefix_length(prompts: list[Any]) -> int:
+def shared_prefix_length(prompts: list[Any], image_token: int | None = None) -> int:
     """Tokens every row's prompt starts with (1-D id tensors, unpadded), leaving each row at
-    least its last prompt token: that position's logits predict the first answer token."""
+    least its last prompt token: that position's logits predict the first answer token.
+    ``image_token``: a vision-language model's image pad id, where the shared text ends."""
     import torch
 
     if len(prompts) < 2:
@@ -31,13 +36,17 @@ def shared_prefix_length(prompts: list[Any]) -> int:
     same = torch.ones(limit, dtype=torch.bool)
     for other in prompts[1:]:
         same &= other[:limit] == first
+    if image_token is not None:
+        same &= first != image_token
     differs = (~same).nonzero()
     return int(differs[0]) if len(differs) else limit
 
 
 def prefixed_logits(model: Any, micro: dict[str, Any], shared: int, keep: int, extra: dict[str, Any]) -> Any:
     """The last ``keep`` positions' logits of every row, the first ``shared`` prompt tokens
-    (the same in every row) run once. ``extra``: the forward's ``position_ids``."""
+    (the same in every row, no image among them) run once. ``extra``: the forward's
+    ``position_ids`` ((rows, width), or M-RoPE's (4, rows, width)) and any rows' images, all
+    of which lie after the prefix."""
     import torch
     from transformers import DynamicCache
 
@@ -49,7 +58,7 @@ def prefixed_logits(model: Any, micro: dict[str, Any], shared: int, keep: int, e
     cache = DynamicCache()
     model(
         input_ids=ids[:1, first : first + shared],
-        position_ids=positions[:1, first : first + shared],
+        position_ids=positions[..., :1, first : first + shared],
         past_key_values=cache,
         use_cache=True,
         logits_to_keep=1,
@@ -67,7 +76,7 @@ def prefixed_logits(model: Any, micro: dict[str, Any], shared: int, keep: int, e
     return model(
         input_ids=ids[:, start:],
         attention_mask=attention,
-        position_ids=positions[:, start:],
+        **{**extra, "position_ids": positions[..., start:]},
         past_key_values=cache,
         use_cache=True,
         logits_to_keep=keep,

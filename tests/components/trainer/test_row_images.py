@@ -35,16 +35,16 @@ def _user(*parts: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def recorded(tiny_vl_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[RecordedCall]]]:
-    """Four rollouts of two calls each, the second with the first's answer and a new screenshot."""
-    work = tmp_path_factory.mktemp("vl-recordings")
-    engine = start_dev_engine(tiny_vl_model_dir, work / "logs", name="vl-engine")
+def _record(model: Path, work: Path, system: str | None = None, turns: int = 2) -> tuple[Path, dict[str, list[RecordedCall]]]:
+    """``SESSIONS`` through the dev engine and the recording proxy: each ``turns`` calls, a
+    later one with the answer before it and a new screenshot; ``system``, a system message first."""
+    engine = start_dev_engine(model, work / "logs", name="vl-engine")
     proxy = start_proxy_process(engine.url, work / "out", work / "logs", "--training")
     try:
         for n, session in enumerate(SESSIONS):
-            history = [_user(PROMPT, SCREENS[n % 2])]
-            for turn in range(2):
+            history = [{"role": "system", "content": system}] if system else []
+            history.append(_user(PROMPT, SCREENS[n % 2]))
+            for turn in range(turns):
                 body = {"model": "tiny", "messages": history, "max_tokens": 8, "seed": n * 10 + turn}
                 answer = httpx.post(f"{proxy.url}/s/{session}/v1/chat/completions", json=body, timeout=120)
                 assert answer.status_code == 200, answer.text
@@ -54,6 +54,12 @@ def recorded(tiny_vl_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) 
         engine.stop()
     out = work / "out"
     return out, {session: read_session(out / f"{session}.jsonl") for session in SESSIONS}
+
+
+@pytest.fixture(scope="module")
+def recorded(tiny_vl_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, list[RecordedCall]]]:
+    """Four rollouts of two calls each, the second with the first's answer and a new screenshot."""
+    return _record(tiny_vl_model_dir, tmp_path_factory.mktemp("vl-recordings"))
 
 
 def _images_of(out: Path, calls: dict[str, list[RecordedCall]]) -> Any:
@@ -175,3 +181,56 @@ def test_verl_cpu_workers_refuse_a_vision_language_policy_naming_the_backend_tha
     config = ExperimentConfig(name="vl", tasks={"source": "t"}, trainer={"backend": "verl", "device": "cpu"})
     with pytest.raises(UpdateError, match="trainer.backend: cpu"):
         verl_update(config, data=None, parent=tiny_vl_model_dir, work=tmp_path, info={})
+
+
+def test_rows_share_the_text_before_their_first_image_once_with_the_same_update_as_row_by_row(
+    tiny_vl_model_dir: Path, tmp_path: Path
+) -> None:
+    """A GUI harness's long system prompt, then each rollout's own screenshot: the prompt runs
+    once per micro-batch, the pixels stay each row's own (shared_prefix.py)."""
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from components.core.config import AlgorithmConfig
+    from components.trainer.batch import build_batch
+    from components.trainer.cpu_update import cpu_update, micro_batches, response_log_probs
+    from components.trainer.row_images import RowVision
+    from components.trainer.shared_prefix import MIN_SHARED
+
+    system = " ".join(f"rule {n}: click what the task names." for n in range(120))  # a harness's system prompt, in small
+    out, calls = _record(tiny_vl_model_dir, tmp_path, system=system, turns=1)
+    algorithm = AlgorithmConfig(learning_rate=1e-2, micro_batch_size=8)
+    vision = RowVision(tiny_vl_model_dir)
+    data, stats = build_batch(calls, _records(), algorithm, pad_token_id=0, vision=vision, images_of=_images_of(out, calls))
+    assert stats.rows == len(SESSIONS) and stats.dropped_rows == 0, stats
+    images = data.non_tensor_batch["multi_modal_inputs"]
+
+    model = AutoModelForImageTextToText.from_pretrained(tiny_vl_model_dir, dtype=torch.float32)
+    (micro,) = micro_batches(data.batch, 8, 10**6, images, vision.pad_id)
+    shared = micro["shared_prefix"]
+    first_image = [row.tolist().index(vision.pad_id) for row in micro["prompts"][:, -int(micro["attention_mask"][:, : micro["prompts"].shape[1]].sum(1).min()) :]]
+    assert shared >= MIN_SHARED and shared <= min(first_image), (shared, first_image)
+    assert micro_batches(data.batch, 8, 10**6, images)[0]["shared_prefix"] == 0  # no image id: nothing shared
+    mask = micro["response_mask"].bool()
+
+    def gradients(shared: int) -> tuple[Any, list[Any]]:
+        model.zero_grad()
+        log_prob, _ = response_log_probs(model, {**micro, "shared_prefix": shared}, temperature=1.0)
+        log_prob[mask].sum().backward()
+        return log_prob.detach()[mask], [p.grad.clone() for p in model.parameters()]
+
+    (once, once_grads), (whole, whole_grads) = gradients(shared), gradients(0)
+    assert torch.allclose(once, whole, atol=1e-5)
+    assert all(torch.allclose(x, y, rtol=1e-3, atol=1e-6) for x, y in zip(once_grads, whole_grads))
+
+    def updated(**settings: int) -> tuple[float, list[Any]]:
+        model = AutoModelForImageTextToText.from_pretrained(tiny_vl_model_dir, dtype=torch.float32)
+        metrics = cpu_update(model, data, algorithm.model_copy(update=settings), seed=0)
+        return metrics["train/loss"], [p.detach().clone() for p in model.parameters()]
+
+    (loss_a, a), (loss_b, b) = updated(), updated(micro_batch_size=1)  # together, prefix once; every row alone
+    assert loss_a == pytest.approx(loss_b, abs=1e-6)
+    # AdamW turns float noise in a near-zero gradient into a step of up to ~lr: rows batched
+    # without the shared prefix already differ from row by row by ~1e-4 here. A wrong
+    # gradient through the shared keys and values would move weights by ~lr (1e-2).
+    assert all(torch.allclose(x, y, atol=1e-3) for x, y in zip(a, b))
