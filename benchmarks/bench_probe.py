@@ -49,7 +49,7 @@ class Example:
 
 def _harness(name: str, target: str) -> Example:
     # Iteration 0 of bench_harness_learning.py: its samples per task and seeded sampling.
-    overrides = {"rollout.samples_per_task": harness_bench.SAMPLES_PER_TASK, "rollout.seeded_sampling": True}
+    overrides = {"rollout.samples_per_task": harness_bench.samples_per_task(name), "rollout.seeded_sampling": True}
     config = REPO / "examples" / f"{harness_bench.EXAMPLES[name]}.yaml"
     return Example(name, config, overrides, section_title(name), target)
 
