@@ -78,7 +78,7 @@ def evaluate_policy(
     workdir: Path = Path(".openforge"),
     programs: Mapping[str, list[str]] | None = None,
     warm_start: bool = True,
-    runtime: Runtime = "process",
+    runtime: Runtime = DEFAULT_RUNTIME,
 ) -> EvalSummary:
     """Run the evaluation ``config.evaluation`` describes and return its summary (also in the store)."""
     from rich.console import Console

@@ -71,7 +71,7 @@ def run_experiment(
     workdir: Path = Path(".openforge"),
     programs: Mapping[str, list[str]] | None = None,
     warm_start: bool = True,
-    runtime: Runtime = "process",
+    runtime: Runtime = DEFAULT_RUNTIME,
 ) -> dict[int, dict[str, float]]:
     """Run iterations until ``iterations`` (default ``config.iterations``) are committed.
 
@@ -80,8 +80,11 @@ def run_experiment(
     ``programs`` maps the images' program names to local command lines (default: the
     ``openforge`` of this checkout). ``warm_start`` forks the `openforge` containers from
     a server that imported them once (pipelines/executor/_warm.py) instead of starting
-    each from a fresh interpreter. ``runtime="podman"`` runs each rollout pod with
-    `podman kube play` (pipelines/executor/_podman.py); every other step stays a process.
+    each from a fresh interpreter. ``runtime`` is `openforge run`'s default (the sandbox on
+    Linux, so a library caller contains model-written commands as the CLI does);
+    ``"process"`` runs rollouts as plain processes (``PROCESS_WARNING``) and ``"podman"``
+    runs each rollout pod with `podman kube play` (pipelines/executor/_podman.py); every
+    other step stays a process.
     """
     from rich.console import Console
 

@@ -104,7 +104,7 @@ def test_podman_runtime_runs_rollouts_as_pods_with_the_process_runtimes_trajecto
     console = Console(file=io.StringIO(), width=160)
     by_process, by_podman = _config(tmp_path, "by-process"), _config(tmp_path, "by-podman")
 
-    run_experiment(by_process, console=console, workdir=tmp_path / "process")
+    run_experiment(by_process, console=console, workdir=tmp_path / "process", runtime="process")
     assert pods == []
     run_experiment(by_podman, console=console, workdir=tmp_path / "podman", runtime="podman")
 

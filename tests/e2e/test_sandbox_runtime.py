@@ -31,7 +31,7 @@ def test_sandbox_runtime_records_the_process_runtimes_trajectories(tmp_path: Pat
     console = Console(file=io.StringIO(), width=160)
     by_process, by_sandbox = _config(tmp_path, "by-process"), _config(tmp_path, "by-sandbox")
 
-    run_experiment(by_process, console=console, workdir=tmp_path / "process")
+    run_experiment(by_process, console=console, workdir=tmp_path / "process", runtime="process")
     assert pods == []
     run_experiment(by_sandbox, console=console, workdir=tmp_path / "sandbox", runtime="sandbox")
 

@@ -42,6 +42,9 @@ def _config(tmp_path: Path, storage: dict, tracking_uri: str, name: str) -> Expe
 
 
 def _run(config: ExperimentConfig, tmp_path: Path, **kwargs) -> tuple[dict, str]:
+    # Plain processes: the fake rollout asks its serve step directly, where a sandboxed pod
+    # reaches the engine only through its proxy sidecar's channel (tests/e2e/test_sandbox_runtime.py).
+    kwargs.setdefault("runtime", "process")
     out = io.StringIO()
     logged = run_experiment(
         config, console=Console(file=out, width=140), workdir=tmp_path / ".openforge", programs={"openforge": FAKE}, **kwargs
