@@ -17,6 +17,7 @@ from components.core.checkpoints import write_checkpoint_info
 from components.core.services import free_port
 from components.core.storage import ArtifactStore, open_store
 from components.engine import init_tiny_model
+from tests._runtime import PIPELINE_RUNTIME
 
 if TYPE_CHECKING:
     from tests._vllm import VllmServer
@@ -213,5 +214,5 @@ def quickstart_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Pat
     config.tasks.source = str(repo / "examples" / "tasks" / "quickstart")
     config.storage.uri = f"file://{work / 'store'}"
     config.tracking.uri = f"sqlite:///{work / 'mlflow.db'}"
-    run_experiment(config, console=Console(file=io.StringIO()), workdir=work / ".openforge")
+    run_experiment(config, console=Console(file=io.StringIO()), workdir=work / ".openforge", runtime=PIPELINE_RUNTIME)
     return config.storage.uri, work

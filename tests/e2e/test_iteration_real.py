@@ -16,6 +16,7 @@ from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
 from components.core.trajectory import RecordedCall
 from pipelines.run import run_experiment
+from tests._runtime import PIPELINE_RUNTIME
 
 QUICKSTART_TASKS = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "quickstart"
 
@@ -50,7 +51,7 @@ def test_real_iterations_record_score_train_and_commit(
     config = _config(tmp_path, f"e2e-{kind}", storage, tracking_uri, iterations)
     out = io.StringIO()
 
-    logged = run_experiment(config, console=Console(file=out, width=160), workdir=tmp_path / ".openforge")
+    logged = run_experiment(config, console=Console(file=out, width=160), workdir=tmp_path / ".openforge", runtime=PIPELINE_RUNTIME)
 
     store, layout = open_store(config.storage.uri, config.storage.endpoint_url), RunLayout(config.name)
     assert sorted(logged) == list(range(iterations))

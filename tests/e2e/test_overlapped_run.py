@@ -16,6 +16,7 @@ from components.core.checkpoints import committed_versions
 from components.core.storage import RunLayout, open_store
 from components.core.trajectory import RecordedCall
 from tests.e2e._quickstart import local_quickstart
+from tests._runtime import PIPELINE_RUNTIME
 
 
 @pytest.mark.slow
@@ -27,7 +28,7 @@ def test_an_overlapped_run_samples_one_version_behind_and_trains_each_batch_once
     config.algorithm.max_staleness = 1
     out = io.StringIO()
 
-    metrics = run_experiment(config, console=Console(file=out, width=160), workdir=tmp_path / ".openforge")
+    metrics = run_experiment(config, console=Console(file=out, width=160), workdir=tmp_path / ".openforge", runtime=PIPELINE_RUNTIME)
 
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     assert committed_versions(store, layout) == [0, 1, 2]

@@ -20,6 +20,7 @@ from rich.console import Console
 from components.core.config import load_config
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.storage import RunLayout, open_store
+from tests._runtime import PIPELINE_RUNTIME
 
 REPO = Path(__file__).resolve().parents[2]
 SLEEP_S = 28  # under the reference harness's 30 s limit on one command
@@ -55,7 +56,7 @@ def test_the_cut_stops_the_slow_task_masks_it_and_trains_on_the_rest(tmp_path: P
     config.storage.uri = f"file://{tmp_path / 'store'}"
     config.tracking.uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
 
-    metrics = run_experiment(config, console=Console(file=io.StringIO()), workdir=tmp_path / ".openforge")
+    metrics = run_experiment(config, console=Console(file=io.StringIO()), workdir=tmp_path / ".openforge", runtime=PIPELINE_RUNTIME)
 
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     outcomes = [Outcome.model_validate_json(store.get_bytes(k)) for k in store.list(layout.outcomes(0))]

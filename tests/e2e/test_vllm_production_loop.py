@@ -20,6 +20,7 @@ from components.core.config import load_config
 from components.core.storage import RunLayout, open_store
 from components.core.trajectory import RecordedCall
 from pipelines.run import run_experiment
+from tests._runtime import PIPELINE_RUNTIME
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,7 +47,7 @@ def test_vllm_serves_and_verl_trains_two_iterations(tmp_path: Path, monkeypatch:
     config.tracking.uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = io.StringIO()
 
-    logged = run_experiment(config, console=Console(file=out, width=100), workdir=tmp_path / ".openforge")
+    logged = run_experiment(config, console=Console(file=out, width=100), workdir=tmp_path / ".openforge", runtime=PIPELINE_RUNTIME)
 
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     assert committed_versions(store, layout) == [0, 1, 2], out.getvalue()

@@ -16,6 +16,7 @@ from components.core.storage import RunLayout, open_store, run_layout
 from components.core.trajectory import RecordedCall
 from pipelines.evaluate import eval_config, evaluate_policy
 from pipelines.run import RunError, run_experiment
+from tests._runtime import PIPELINE_RUNTIME
 
 
 def test_eval_config_takes_every_task_and_the_requested_policy(tmp_path: Path) -> None:
@@ -60,7 +61,7 @@ def test_eval_runs_the_quickstart_tasks_records_sessions_and_trains_nothing(tmp_
     evaluation = eval_config(config, "base", samples=2, eval_id="base-e2e")
     out = io.StringIO()
 
-    summary = evaluate_policy(evaluation, Console(file=out, width=160), workdir=tmp_path / ".openforge")
+    summary = evaluate_policy(evaluation, Console(file=out, width=160), workdir=tmp_path / ".openforge", runtime=PIPELINE_RUNTIME)
 
     # Every quickstart task, two samples each, graded by its verifier.
     task_ids = sorted(p.name for p in (QUICKSTART.parent / "tasks" / "quickstart").iterdir() if p.is_dir())
