@@ -51,6 +51,16 @@ from components.core.scripted_turns import ScriptedTurn
 from components.core.validation import join_errors
 
 CandidateTurns = list[list[ScriptedTurn]]
+
+# The engine's marks on its answer, which the proxy writes into the call's record so that
+# training reads what happened from the record, never from the book (docs/engine.md,
+# "Choice mode"). CHOICE_HEADER: what choice mode did with the call (one of CHOICE_MARKS);
+# FORCED_FROM_HEADER: the completion's tokens from this index on were forced, not sampled
+# (a one-candidate turn from 0, a scripted turn after its sampled text).
+CHOICE_HEADER = "x-openforge-choice"
+FORCED_FROM_HEADER = "x-openforge-forced-from"
+DRAWN, FORCED, MISS = "drawn", "forced", "miss"
+CHOICE_MARKS = (DRAWN, FORCED, MISS)
 _ELEMENT = re.compile(r"\{\{element:(.+?)\}\}")
 _log = logging.getLogger(__name__)
 

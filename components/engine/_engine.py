@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, TypeVar
 
 from components.engine._generation import ChoiceReply, Job, ModelRunner, ScriptedReply, Step
+from components.engine._prompt_logprobs import prompt_logprobs
 from components.engine._vision import VisionInputs
 from components.engine._sampling import SamplingParams
 
@@ -38,6 +39,17 @@ class DevEngine:
 
     async def prepare(self, fn: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.get_running_loop().run_in_executor(self._preparation, fn, *args)
+
+    async def score_prompt(self, prompt_ids: list[int], top: int) -> list[dict[str, dict[str, Any]] | None]:
+        """vLLM's ``prompt_logprobs`` for ``prompt_ids``, in the generation thread (the model's one user)."""
+        decode = self.runner.tokenizer.decode
+        started = time.perf_counter()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self._generation, prompt_logprobs, self.runner.prompt_logits, prompt_ids, top, lambda t: decode([t])
+            )
+        finally:
+            self.busy_s += time.perf_counter() - started
 
     async def generate(
         self,

@@ -198,6 +198,17 @@ class ModelRunner:
                 return
             logits = ahead.pop(0) if ahead else self._forward([token])
 
+    def prompt_logits(self, prompt_ids: list[int]) -> Any:
+        """Logits of every prompt position, [len, vocab], from a pass of their own (the cached
+        conversations keep keys and values, not logits); the generation thread calls it."""
+        import torch
+
+        if self.vision is not None:
+            raise ValueError("prompt_logprobs needs a text model; this checkpoint is vision-language")
+        with torch.inference_mode():
+            torch.set_num_threads(self.threads)
+            return self.model(input_ids=torch.tensor([prompt_ids]), use_cache=False, logits_to_keep=0).logits[0]
+
     def _prefill(self, prompt_ids: list[int]) -> Any:
         """Logits of the prompt's last position, starting from the best cached conversation."""
         self._entry, reused = self.cache.checkout(self._prompt.keys if self._prompt is not None else prompt_ids)

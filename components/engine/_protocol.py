@@ -72,7 +72,7 @@ _NEUTRAL_VALUES: dict[str, tuple[Any, ...]] = {
     "use_beam_search": (None, False),
     "echo": (None, False),
     "suffix": (None,),
-    "prompt_logprobs": (None, 0),
+    "prompt_logprobs": (None,),  # on chat requests (vLLM: 0 is the prompt tokens alone, not off); /v1/completions serves it
     "allowed_token_ids": (None,),
     "bad_words": (None, []),
     "response_format": (None, {"type": "text"}),
@@ -187,6 +187,8 @@ class CompletionRequest(_Generation):
     # request's own, as in vLLM: the context left, capped by generation_config.json.
     max_tokens: int | None = Field(16, ge=1)
     logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
+    # vLLM's: each prompt token's logprob (and this many top alternatives) after the ones before it.
+    prompt_logprobs: int | None = Field(None, ge=0, le=MAX_TOP_LOGPROBS)
     add_special_tokens: bool = True
 
     def single_prompt(self) -> str | list[int]:

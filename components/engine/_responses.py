@@ -180,7 +180,12 @@ class ChatStream:
 
 
 def completion_response(
-    req: CompletionRequest, model: str, prompt_ids: list[int], steps: list[Step], text: TokenText
+    req: CompletionRequest,
+    model: str,
+    prompt_ids: list[int],
+    steps: list[Step],
+    text: TokenText,
+    prompt_logprobs: list[Any] | None = None,
 ) -> dict[str, Any]:
     finish_reason, stop_reason = _finish(steps)
     choice = {
@@ -190,7 +195,7 @@ def completion_response(
         "finish_reason": finish_reason,
         "stop_reason": stop_reason,
         "token_ids": [s.token_id for s in steps] if req.return_token_ids else None,
-        "prompt_logprobs": None,
+        "prompt_logprobs": prompt_logprobs,
         "prompt_token_ids": prompt_ids if req.return_token_ids else None,
     }
     return {
@@ -209,8 +214,16 @@ def completion_response(
 class CompletionStream:
     """Turns generation steps into ``text_completion`` stream chunks."""
 
-    def __init__(self, req: CompletionRequest, model: str, prompt_ids: list[int], text: TokenText) -> None:
+    def __init__(
+        self,
+        req: CompletionRequest,
+        model: str,
+        prompt_ids: list[int],
+        text: TokenText,
+        prompt_logprobs: list[Any] | None = None,
+    ) -> None:
         self._req = req
+        self._prompt_logprobs = prompt_logprobs
         self._prompt_ids = prompt_ids
         self._text = text
         self._head = _chunk_head("cmpl", "text_completion", model)
@@ -229,6 +242,8 @@ class CompletionStream:
             "finish_reason": step.finish_reason,
             "stop_reason": step.stop_reason,
         }
+        if self._prompt_logprobs is not None:
+            choice["prompt_logprobs"] = self._prompt_logprobs if self._count == 0 else None  # once, as vLLM
         if self._req.return_token_ids:
             # vLLM sends the prompt's ids once, with the first generated token.
             choice["prompt_token_ids"] = self._prompt_ids if self._count == 0 else None

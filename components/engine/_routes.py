@@ -32,7 +32,7 @@ from components.engine._responses import (
     completion_response,
 )
 from components.engine._sampling import SamplingParams
-from components.core.choices import ChoiceBook
+from components.core.choices import CHOICE_HEADER, DRAWN, FORCED, FORCED_FROM_HEADER, MISS, ChoiceBook
 from components.core.parsers import ChatParsers
 from components.core.sampling import APPLIED_SAMPLING_HEADER, NEUTRAL_SAMPLING, same_setting
 from components.core.scripted_turns import MissingToolError, ScriptedTurn
@@ -49,6 +49,20 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 def _applied_header(params: SamplingParams) -> dict[str, str]:
     return {APPLIED_SAMPLING_HEADER: orjson.dumps(params.applied()).decode()}
+
+
+def _marks(reply: ScriptedReply | ChoiceReply | None, choosing: bool) -> dict[str, str]:
+    """What the proxy must record of how this answer was made (components/core/choices.py).
+
+    ``choosing``: a choice book is loaded, so a request without a reply found no candidate.
+    """
+    if isinstance(reply, ChoiceReply):
+        if len(reply.candidates) > 1:
+            return {CHOICE_HEADER: DRAWN}  # the policy's own draw among whole candidates: trained on
+        return {CHOICE_HEADER: FORCED, FORCED_FROM_HEADER: "0"}
+    if isinstance(reply, ScriptedReply):
+        return {FORCED_FROM_HEADER: str(reply.sampled_first)}
+    return {CHOICE_HEADER: MISS} if choosing else {}
 
 
 class Routes:
@@ -95,12 +109,13 @@ class Routes:
         top = (req.top_logprobs or 0) if req.logprobs else 0
         params = self._sampling(req, prompt_ids, req.requested_max_tokens, top, reply, param="messages")
         steps = self.engine.generate(prompt_ids, params, reply, vision)
+        headers = self._headers(params, reply)
         if req.stream:
             stream = ChatStream(req, self.served_model_name, prompt_ids, self._token_text, self.parsers)
-            return await send_events(request, chat_chunks(stream, steps), _applied_header(params))
+            return await send_events(request, chat_chunks(stream, steps), headers)
         collected = await collect(steps)
         body = chat_response(req, self.served_model_name, prompt_ids, collected, self._token_text, self.parsers)
-        return json_response(body, headers=_applied_header(params))
+        return json_response(body, headers=headers)
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         req = parse_body(CompletionRequest, await _read_json(request))
@@ -116,13 +131,25 @@ class Routes:
         scripted = self.script or self.choices
         reply = await self.engine.prepare(self._scripted_completion, prompt_ids) if scripted else None
         params = self._sampling(req, prompt_ids, req.max_tokens, req.logprobs or 0, reply, param="prompt")
+        scored = None if req.prompt_logprobs is None else await self._score_prompt(prompt_ids, req.prompt_logprobs)
         steps = self.engine.generate(prompt_ids, params, reply)
+        headers = self._headers(params, reply)
         if req.stream:
-            stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text)
-            return await send_events(request, completion_chunks(stream, steps), _applied_header(params))
+            stream = CompletionStream(req, self.served_model_name, prompt_ids, self._token_text, scored)
+            return await send_events(request, completion_chunks(stream, steps), headers)
         collected = await collect(steps)
-        body = completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text)
-        return json_response(body, headers=_applied_header(params))
+        body = completion_response(req, self.served_model_name, prompt_ids, collected, self._token_text, scored)
+        return json_response(body, headers=headers)
+
+    async def _score_prompt(self, prompt_ids: list[int], top: int) -> list[Any]:
+        try:
+            return await self.engine.score_prompt(prompt_ids, top)
+        except ValueError as exc:
+            raise ApiError(f"prompt_logprobs: {exc}; score with a text checkpoint", param="prompt_logprobs") from None
+
+    def _headers(self, params: SamplingParams, reply: ScriptedReply | ChoiceReply | None) -> dict[str, str]:
+        choosing = self.script is None and self.choices is not None
+        return {**_applied_header(params), **_marks(reply, choosing)}
 
     def _prepare_chat(self, req: ChatRequest) -> tuple[list[int], ScriptedReply | ChoiceReply | None, VisionInputs | None]:
         tokenizer = self.engine.tokenizer

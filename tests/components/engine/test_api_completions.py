@@ -59,3 +59,35 @@ def test_explicit_null_max_tokens_means_the_chat_default_like_vllm(client: Any, 
         model=dev_engine.model, prompt="a", max_tokens=None, extra_body={"ignore_eos": True}
     )
     assert resp.usage.completion_tokens == 256
+
+
+def test_prompt_logprobs_score_each_prompt_token_as_a_teacher_would(
+    client: Any, dev_engine: EngineServer, rescore: Any
+) -> None:
+    """vLLM's shape: None first, then each prompt token's raw logprob, rank and the top ones."""
+    chat = client.chat.completions.create(model=dev_engine.model, messages=MESSAGES, max_tokens=6, extra_body=TRACE)
+    tokens = chat.prompt_token_ids + chat.choices[0].token_ids
+    body: dict[str, Any] = dict(model=dev_engine.model, prompt=tokens, max_tokens=1)
+    whole = client.completions.create(**body, extra_body={"prompt_logprobs": 2})
+    scored = whole.choices[0].model_extra["prompt_logprobs"]
+
+    assert len(scored) == len(tokens) and scored[0] is None
+    expected = rescore(tokens[:1], tokens[1:])
+    assert [entry[str(token)]["logprob"] for entry, token in zip(scored[1:], tokens[1:])] == pytest.approx(expected, abs=1e-4)
+    for entry, token in zip(scored[1:], tokens[1:]):
+        ranks = sorted(e["rank"] for e in entry.values())
+        assert ranks[0] == 1 and len(entry) in (2, 3)  # the prompt token's own entry, plus the top 2
+        best = min(entry.values(), key=lambda e: e["rank"])["logprob"]
+        assert entry[str(token)]["logprob"] <= best + 1e-6
+    streamed = list(client.completions.create(**body, stream=True, extra_body={"prompt_logprobs": 0}))
+    first = streamed[0].choices[0].model_extra["prompt_logprobs"]
+    assert [e and list(e) for e in first] == [None] + [[str(t)] for t in tokens[1:]]  # 0: the prompt's tokens alone
+
+
+def test_prompt_logprobs_on_a_chat_are_refused_rather_than_ignored(client: Any, dev_engine: EngineServer) -> None:
+    import openai
+
+    with pytest.raises(openai.BadRequestError, match="prompt_logprobs"):
+        client.chat.completions.create(
+            model=dev_engine.model, messages=MESSAGES, max_tokens=1, extra_body={"prompt_logprobs": 0}
+        )

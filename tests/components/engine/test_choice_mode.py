@@ -15,6 +15,7 @@ import pytest
 from tests._servers import EngineServer
 from tests.components.engine.conftest import openai_client
 
+from components.core.choices import CHOICE_HEADER, DRAWN, FORCED, FORCED_FROM_HEADER, MISS
 from components.rollout.reference_harness import SHELL_TOOL  # a shell tool with a `command`, as harnesses declare
 
 PROMPT = "Create a file named hello.txt containing exactly: hello"
@@ -106,6 +107,25 @@ def test_later_turns_follow_the_book_and_unknown_conversations_sample_freely(cho
     assert resp.choices[0].message.content == "Done." and resp.choices[0].finish_reason == "stop"
     other = _ask(chooser, [{"role": "user", "content": "Something else entirely"}], seed=1, max_tokens=8)
     assert other.choices[0].finish_reason == "length"  # the random model rambles: no candidate was forced
+
+
+def _marks(engine: EngineServer, messages: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    raw = openai_client(engine).chat.completions.with_raw_response.create(
+        model=engine.model, messages=messages, tools=[SHELL_TOOL], seed=2, max_tokens=8, extra_body=TRACE
+    )
+    return raw.headers.get(CHOICE_HEADER), raw.headers.get(FORCED_FROM_HEADER)
+
+
+def test_answers_say_whether_the_turn_was_drawn_forced_or_missed(chooser: EngineServer) -> None:
+    """The proxy records these marks; training masks forced tokens by them, never by the book."""
+    assert _marks(chooser, [{"role": "user", "content": PROMPT}]) == (DRAWN, None)
+    after = [
+        {"role": "user", "content": PROMPT},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "go on"},
+    ]
+    assert _marks(chooser, after) == (FORCED, "0")  # turn 1 has one candidate
+    assert _marks(chooser, [{"role": "user", "content": "Something else entirely"}]) == (MISS, None)
 
 
 def test_token_prompts_are_matched_like_chats(chooser: EngineServer) -> None:

@@ -72,6 +72,7 @@ def test_plain_and_streamed_calls_record_the_same_completion(engine_proxy: str, 
     assert streamed.completion_logprobs == pytest.approx(plain.completion_logprobs, abs=1e-5)
     assert plain.policy_version and streamed.policy_version == plain.policy_version
     assert reply.choices[0].logprobs is None  # not asked for, not shown
+    assert plain.forced_from is None and streamed.forced_from is None  # sampled: every token trains
 
 
 def test_recorded_tokens_decode_to_the_returned_text(engine_proxy: str, tiny_model_dir: Path, tmp_path: Path) -> None:
@@ -122,6 +123,8 @@ def test_tool_call_reaches_the_client_and_the_record(engine_proxy: str, tmp_path
     assert names == "get_weather" and json.loads(arguments) == {"city": "Paris"}
     [call] = read_session(tmp_path / "out" / "tools.jsonl")
     assert call.ok and call.finish_reason == "tool_calls"
+    # The engine's mark, streamed or not: the script forced the whole turn, so none of it trains.
+    assert call.forced_from == 0 and call.choice is None and call.sampled_mask() == [0] * len(call.completion_token_ids)
     [recorded] = call.response["choices"][0]["message"]["tool_calls"]
     assert recorded["function"]["name"] == "get_weather" and json.loads(recorded["function"]["arguments"]) == {"city": "Paris"}
 
