@@ -18,7 +18,7 @@ from components.core.validation import join_errors
 
 # Bump the major part for changes a reader of the previous version would misread
 # (renamed or re-typed fields); the minor part for added optional fields.
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 _SUPPORTED_MAJOR = "1"
 
 Api = Literal["chat.completions", "completions", "responses", "anthropic.messages"]
@@ -117,6 +117,22 @@ class RecordedCall(BaseModel):
     completion_token_ids: list[int] = Field(default_factory=list)
     completion_logprobs: list[float] = Field(default_factory=list)
     finish_reason: str | None = None
+    forced_from: int | None = Field(
+        None,
+        ge=0,
+        description="The completion's tokens from this index on were forced by the engine, not sampled (choice "
+        "mode's one-candidate turns, scripted turns): recorded, never trained on (1.5). Null: all sampled.",
+    )
+    choice: str | None = Field(
+        None,
+        description="Choice mode's mark (1.5): drawn (the policy drew among candidates), forced (the turn's one "
+        "candidate), miss (no candidate of the book matched; sampled freely). Null outside choice mode.",
+    )
+    text_only: bool = Field(
+        False,
+        description="A teacher's call recorded as text (proxy --teacher, 1.5): no token ids, never trained on by "
+        "RL; SFT tokenizes it with the student's chat template.",
+    )
     sampling: Sampling = Field(default_factory=Sampling)
     tags: dict[str, Any] = Field(default_factory=dict)
     request_digest: str | None = Field(None, description="sha256 of the canonical request body.")
@@ -149,6 +165,11 @@ class RecordedCall(BaseModel):
                 f"completion_token_ids has {len(self.completion_token_ids)}; they must match one to one"
             )
         return self
+
+    def sampled_mask(self) -> list[int]:
+        """1 for each completion token the policy sampled, 0 for each the engine forced."""
+        cut = len(self.completion_token_ids) if self.forced_from is None else min(self.forced_from, len(self.completion_token_ids))
+        return [1] * cut + [0] * (len(self.completion_token_ids) - cut)
 
     @property
     def ok(self) -> bool:

@@ -122,8 +122,9 @@ class CallHandler:
         model = self._config.served_model or (models.first_id if models is not None else None)
         base_seed = self._config.sampling_seed
         seed = None if base_seed is None else call_seed(base_seed, session_id, attempt_number, chat_request)
+        teacher = self._config.teacher
         upstream_body, sampling = prepare_upstream_body(
-            chat_request, model=model, training=self._config.training, stream=stream, seed=seed
+            chat_request, model=model, training=self._config.training, stream=stream, seed=seed, teacher=teacher
         )
         translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
         if continued is not None:
@@ -141,7 +142,7 @@ class CallHandler:
         call = Call(
             session_id, surface.api, stream, upstream_body.get("model"), parsed, sampling, started_at, t0,
             digest, attempt, translation, route, parsed if images is None else images.request,
-            [] if images is None else images.pointers,
+            [] if images is None else images.pointers, text_only=teacher,
         )  # fmt: skip
         if self._conversations.keeps(surface.api, expanded):
             refs = images.refs if images is not None else known or {}
@@ -176,7 +177,7 @@ class CallHandler:
                 chat = call.route.as_chat.answer(chat)
         except ProxyError as err:
             return await self._fail(surface, call, err, status)
-        completion = extract_completion(chat)
+        completion = extract_completion(chat, call.text_only)
         response = surface.to_client(chat, call.request)
         try:
             await self._record(call, response, completion, status, completion.problem, chat=chat)
@@ -285,7 +286,7 @@ class CallHandler:
 
     async def _record_stream(self, call: Call, surface: Surface, assembler: ChatStreamAssembler, *, error: str | None) -> None:
         chat = assembler.completion()
-        completion = extract_completion(chat)
+        completion = extract_completion(chat, call.text_only)
         response = surface.to_client(chat, call.request)
         await self._record(call, response, completion, 200, error or completion.problem, chat=chat)
 

@@ -8,9 +8,10 @@ verifier) nor from rollouts whose calls were not captured token for token.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, MutableMapping, Sequence
 
+from components.core.choices import MISS
 from components.core.outcome import Outcome, RewardRecord, RolloutStatus
 from components.core.rollout_identity import group_id
 from components.core.trajectory import RecordedCall, latest_attempt
@@ -35,8 +36,11 @@ class Capture:
     """What scoring needs to know about one rollout's recorded calls."""
 
     problem: str | None  # why the calls cannot be trained on; None when they can
-    sampled_tokens: int = 0
+    sampled_tokens: int = 0  # completion tokens the policy sampled (forced ones not counted)
     reason: str | None = None  # the problem's code, counted in the unusable/<code> metrics
+    forced_tokens: int = 0  # completion tokens the engine forced (choice mode's one-candidate turns)
+    choice_calls: int = 0  # answered non-side calls that carry a choice-mode mark
+    choice_misses: int = 0  # of those, calls that matched no candidate of the book (sampled freely)
 
 
 def judged_attempt(outcome: Outcome) -> int | None:
@@ -58,7 +62,6 @@ def inspect_capture(
     if calls is None:
         return Capture(problem="no trajectory file was recorded", reason="no_trajectory")
     calls = latest_attempt(calls, attempt)
-    sampled = sum(len(call.completion_token_ids) for call in calls)
     if not calls:
         where = f" for attempt {attempt}" if attempt else ""
         return Capture(problem=f"the trajectory holds no recorded calls{where}", reason="no_calls")
@@ -66,16 +69,49 @@ def inspect_capture(
         call for call in calls
         if call.upstream_status == 200 and call.error is None and not call.tags.get("side_call")
     ]
+    sampled = sum(sum(call.sampled_mask()) for call in calls)
+    marked = [call for call in answered if call.choice is not None]
+    counts = Capture(
+        problem=None,
+        sampled_tokens=sampled,
+        forced_tokens=sum(len(call.completion_token_ids) for call in calls) - sampled,
+        choice_calls=len(marked),
+        choice_misses=sum(call.choice == MISS for call in marked),
+    )
     for call in answered:
         if not call.prompt_token_ids or not call.completion_token_ids:
             problem = f"call {call.call_index} lacks prompt or completion token ids"
-            return Capture(problem=problem, sampled_tokens=sampled, reason="missing_token_ids")
+            return replace(counts, problem=problem, reason="missing_token_ids")
         if len(call.completion_logprobs) != len(call.completion_token_ids):
             problem = f"call {call.call_index} lacks completion logprobs"
-            return Capture(problem=problem, sampled_tokens=sampled, reason="missing_logprobs")
+            return replace(counts, problem=problem, reason="missing_logprobs")
     if not answered:
-        return Capture(problem="no model call succeeded", sampled_tokens=sampled, reason="no_successful_call")
-    return Capture(problem=None, sampled_tokens=sampled)
+        return replace(counts, problem="no model call succeeded", reason="no_successful_call")
+    return counts
+
+
+class ChoiceMissError(RuntimeError):
+    """Choice mode found no candidate for any call of an iteration: nothing it ran was a choice."""
+
+
+def check_choice_misses(outcomes: Sequence[Outcome], captures: Mapping[str, Capture], iteration: int) -> None:
+    """Fail an iteration in which every marked non-side call missed the book.
+
+    Such an iteration sampled freely where the experiment meant the policy to choose,
+    typically because the harness's version changed the prompts the book's ``match`` text
+    or turn numbers were written against; training on it would pass free text off as choices.
+    """
+    calls = sum(c.choice_calls for c in captures.values())
+    if not calls or any(c.choice_calls > c.choice_misses for c in captures.values()):
+        return
+    missed = sorted({o.task_id for o in outcomes if captures.get(o.rollout_id, Capture(None)).choice_misses})
+    harnesses = sorted({f"{o.extra.get('harness', '?')} {o.extra.get('harness_version', '?')}" for o in outcomes})
+    raise ChoiceMissError(
+        f"iteration {iteration}: all {calls} calls in choice mode matched no candidate of the choice book "
+        f"(tasks {', '.join(missed[:5])}{' ...' if len(missed) > 5 else ''}; harness {', '.join(harnesses)}): the "
+        "harness's conversations no longer hold the tasks' match text, or its turns are not the book's. Compare "
+        "a recorded call (openforge view) with the task's choices, or set engine.dev_mode: sample"
+    )
 
 
 def _assess(outcome: Outcome, capture: Capture) -> tuple[float, str | None, str | None]:

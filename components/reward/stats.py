@@ -134,6 +134,11 @@ def score_metrics(
     metrics["rollouts/total"] = float(len(outcomes))
     metrics["rollouts/usable"] = float(sum(r.usable for r in records))
     metrics["tokens/sampled"] = float(sum(c.sampled_tokens for c in captures.values()))
+    metrics["tokens/forced"] = float(sum(c.forced_tokens for c in captures.values()))
+    choice_calls = sum(c.choice_calls for c in captures.values())
+    if choice_calls:  # choice mode only: a sampling run has no book to miss
+        metrics["engine/choice_calls"] = float(choice_calls)
+        metrics["engine/choice_misses"] = float(sum(c.choice_misses for c in captures.values()))
     # Outcomes that scoring made up for rollouts that never reported have no duration.
     durations = [o.duration_s for o in outcomes if o.duration_s > 0]
     if durations:

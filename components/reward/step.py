@@ -15,7 +15,7 @@ from components.core.outcome import Outcome, RewardRecord, RolloutStatus
 from components.core.storage import ArtifactStore, run_layout
 from components.core.trajectory import TrajectoryError, read_session
 from components.reward.control import control_rng, shuffle_within_groups
-from components.reward.scoring import Capture, inspect_capture, judged_attempt, score_outcomes
+from components.reward.scoring import Capture, check_choice_misses, inspect_capture, judged_attempt, score_outcomes
 from components.reward.stats import GroupStats, TaskStats, group_stats, reason_counts, score_metrics, task_stats
 
 
@@ -101,6 +101,7 @@ def score_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
             o.rollout_id: _load_capture(store, layout.trajectory(iteration, o.rollout_id), Path(scratch), judged_attempt(o))
             for o in outcomes
         }
+    check_choice_misses(outcomes, captures, iteration)
     codes: dict[str, str] = {}
     records, unusable = score_outcomes(outcomes, captures, iteration, codes)
     groups = group_stats(records)

@@ -40,6 +40,7 @@ class BatchStats(BaseModel):
     dropped: dict[str, int] = {}  # dropped_rows by reason (rows.PROMPT_TOO_LONG, COMPLETION_TOO_LONG)
     split_rows: int = 0  # rows added by splitting merged rows longer than the limits
     trained_tokens: int = 0  # sampled (response_mask 1) tokens in the batch: what the update trains on
+    forced_tokens: int = 0  # completion tokens the engine forced (choice mode's one-candidate turns): mask 0
     skipped_groups: int = 0  # all usable rewards equal: no signal
     no_baseline_groups: int = 0  # one usable rollout left of several: no GRPO baseline, masked whole
     unusable_rollouts: int = 0
@@ -59,6 +60,7 @@ class BatchStats(BaseModel):
             **{f"batch/dropped/{reason}": float(n) for reason, n in sorted(self.dropped.items())},
             "batch/split_rows": float(self.split_rows),
             "batch/trained_tokens": float(self.trained_tokens),
+            "batch/forced_tokens": float(self.forced_tokens),
             "batch/skipped_groups": float(self.skipped_groups),
             "batch/no_baseline_groups": float(self.no_baseline_groups),
             "batch/unusable_rollouts": float(self.unusable_rollouts),
@@ -139,6 +141,7 @@ def _collect_rows(
             stats.merge_branches[kind] = stats.merge_branches.get(kind, 0) + n
         stats.superseded_calls += counts.superseded
         for row in merged:
+            stats.forced_tokens += row.forced_tokens()
             pieces, split = split_row(row, *limits)
             stats.split_rows += split.splits
             for reason, count in split.dropped.items():
@@ -180,6 +183,34 @@ def _pad(seqs: Sequence[Sequence[float]], width: int, value: float, *, left: boo
     return out
 
 
+def row_tensors(rows: Sequence[Row], pad_token_id: int) -> dict[str, object]:
+    """veRL's row layout of ``rows``: prompts left-padded, responses right-padded, their masks,
+    position ids and recorded log-probs; what RL and SFT batches share."""
+    import torch
+    from verl.utils.model import compute_position_id_with_mask
+
+    prompt_width = max((len(r.prompt) for r in rows), default=0)
+    response_width = max((len(r.response) for r in rows), default=0)
+    prompts = _pad([r.prompt for r in rows], prompt_width, pad_token_id, left=True, dtype=torch.long)
+    responses = _pad([r.response for r in rows], response_width, pad_token_id, left=False, dtype=torch.long)
+    prompt_present = _pad([[1] * len(r.prompt) for r in rows], prompt_width, 0, left=True, dtype=torch.long)
+    response_present = _pad([[1] * len(r.response) for r in rows], response_width, 0, left=False, dtype=torch.long)
+    attention_mask = torch.cat([prompt_present, response_present], dim=1)
+    return {
+        "prompts": prompts,
+        "responses": responses,
+        "input_ids": torch.cat([prompts, responses], dim=1),
+        "attention_mask": attention_mask,
+        "position_ids": compute_position_id_with_mask(attention_mask),
+        "response_mask": _pad([r.response_mask for r in rows], response_width, 0, left=False, dtype=torch.long),
+        "rollout_log_probs": _pad([r.logprobs for r in rows], response_width, 0.0, left=False, dtype=torch.float32),
+    }
+
+
+def _last_sampled(row: Row) -> int:
+    return max(i for i, sampled in enumerate(row.response_mask) if sampled)
+
+
 def _to_dataproto(
     rows: Sequence[Row],
     records: Mapping[str, RewardRecord],
@@ -192,39 +223,23 @@ def _to_dataproto(
     import numpy as np
     import torch
     from verl import DataProto
-    from verl.utils.model import compute_position_id_with_mask
 
-    prompt_width = max((len(r.prompt) for r in rows), default=0)
-    response_width = max((len(r.response) for r in rows), default=0)
-    prompts = _pad([r.prompt for r in rows], prompt_width, pad_token_id, left=True, dtype=torch.long)
-    responses = _pad([r.response for r in rows], response_width, pad_token_id, left=False, dtype=torch.long)
-    response_mask = _pad([r.response_mask for r in rows], response_width, 0, left=False, dtype=torch.long)
-    prompt_present = _pad([[1] * len(r.prompt) for r in rows], prompt_width, 0, left=True, dtype=torch.long)
-    response_present = _pad([[1] * len(r.response) for r in rows], response_width, 0, left=False, dtype=torch.long)
-    attention_mask = torch.cat([prompt_present, response_present], dim=1)
-    # The reward sits on each row's last response token, which split_row keeps a sampled one.
+    tensors = row_tensors(rows, pad_token_id)
+    response_mask, response_width = tensors["response_mask"], tensors["responses"].shape[1]
+    # The reward sits on each row's last sampled token (a forced turn may follow it).
     scores = torch.zeros((len(rows), response_width), dtype=torch.float32)
     for i, row in enumerate(rows):
-        scores[i, len(row.response) - 1] = records[row.rollout_id].reward
+        scores[i, _last_sampled(row)] = records[row.rollout_id].reward
     row_advantage = torch.tensor([[advantages[r.rollout_id]] for r in rows], dtype=torch.float32)
-    input_ids = torch.cat([prompts, responses], dim=1)
     non_tensors = {}
-    if vision is None:
-        position_ids = compute_position_id_with_mask(attention_mask)
-    else:  # veRL's multimodal layout: (rows, 4, width) positions and each row's image inputs
+    if vision is not None:  # veRL's multimodal layout: (rows, 4, width) positions and each row's image inputs
         row_vision, inputs = vision
-        position_ids = torch.stack(
+        input_ids, attention_mask = tensors["input_ids"], tensors["attention_mask"]
+        tensors["position_ids"] = torch.stack(
             [row_vision.positions(input_ids[i], attention_mask[i], inputs[i]) for i in range(len(rows))]
         ) if rows else torch.zeros((0, 4, input_ids.shape[1]), dtype=torch.long)  # fmt: skip
         non_tensors["multi_modal_inputs"] = np.array(inputs, dtype=object)
-    tensors = {
-        "prompts": prompts,
-        "responses": responses,
-        "input_ids": input_ids,
-        "attention_mask": attention_mask,
-        "position_ids": position_ids,
-        "response_mask": response_mask,
-        "rollout_log_probs": _pad([r.logprobs for r in rows], response_width, 0.0, left=False, dtype=torch.float32),
+    tensors |= {
         "token_level_scores": scores,
         "token_level_rewards": scores.clone(),  # no KL-in-reward: veRL copies scores to rewards
         "advantages": row_advantage.reshape(len(rows), 1).expand(len(rows), response_width) * response_mask,

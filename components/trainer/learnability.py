@@ -65,7 +65,7 @@ class Learnability(BaseModel):
     rollouts: int
     groups: int
     mixed_share: float | None = Field(description="Groups with mixed outcomes / groups; None without groups.")
-    sampled_tokens: int = Field(description="Completion tokens of every recorded call, all attempts.")
+    sampled_tokens: int = Field(description="Sampled (not forced) completion tokens of every recorded call, all attempts.")
     trainable_tokens: int = Field(description="Completion tokens the trainer would train on (mixed groups).")
     token_share: float | None = Field(description="trainable / sampled tokens; None when nothing was sampled.")
     group_kinds: dict[str, int] = Field(description="Groups by kind, every kind listed.")
@@ -83,10 +83,11 @@ class Learnability(BaseModel):
 
 
 def sampled_tokens(calls: Sequence[RecordedCall]) -> tuple[int, int]:
-    """``(sampled, trainable)`` completion tokens of one rollout's calls: every call of every
-    attempt, and those of the calls the trainer merges into rows (``rows.trainable_calls``)."""
-    every = sum(len(call.completion_token_ids) for call in calls)
-    kept = sum(len(call.completion_token_ids) for call in trainable_calls(sorted(calls, key=lambda c: c.call_index)))
+    """``(sampled, trainable)`` completion tokens of one rollout's calls (forced ones left out):
+    every call of every attempt, and those of the calls the trainer merges into rows
+    (``rows.trainable_calls``)."""
+    every = sum(sum(call.sampled_mask()) for call in calls)
+    kept = sum(sum(call.sampled_mask()) for call in trainable_calls(sorted(calls, key=lambda c: c.call_index)))
     return every, kept
 
 

@@ -62,17 +62,28 @@ class Row:
         return list(token_ids[:cut]) == self.prompt and list(token_ids[cut : self.size()]) == self.response
 
     def add(
-        self, token_ids: Sequence[int], sampled: bool, logprobs: Sequence[float] | None = None, call_index: int = -1
+        self,
+        token_ids: Sequence[int],
+        sampled: bool,
+        logprobs: Sequence[float] | None = None,
+        call_index: int = -1,
+        mask: Sequence[int] | None = None,
     ) -> None:
+        """Append context (``sampled`` False: mask 0) or a completion (``sampled``: mask 1, or
+        ``mask`` where the engine forced some of its tokens)."""
         if sampled:
             self.completions.append((len(self.response), len(self.response) + len(token_ids)))
             self.calls.append(call_index)
         self.response.extend(token_ids)
-        self.response_mask.extend([1 if sampled else 0] * len(token_ids))
+        self.response_mask.extend(mask if sampled and mask is not None else [1 if sampled else 0] * len(token_ids))
         self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(token_ids))
 
     def sampled_tokens(self) -> int:
         return sum(self.response_mask)
+
+    def forced_tokens(self) -> int:
+        """Completion tokens the engine forced: in the row as context the policy did not choose."""
+        return sum(end - start - sum(self.response_mask[start:end]) for start, end in self.completions)
 
 
 @dataclass
@@ -128,6 +139,18 @@ def merge_calls(rollout_id: str, calls: Sequence[RecordedCall], temperature: flo
     return _merge(rollout_id, calls, check)
 
 
+def imitation_rows(rollout_id: str, calls: Sequence[RecordedCall]) -> tuple[list[Row], MergeCounts]:
+    """The rows supervised fine-tuning learns from: the same merge and masks as RL rows, except
+    that every completion token is a target, forced ones included (a scripted teacher's turn
+    is what the student imitates), and any sampling temperature is accepted."""
+
+    def check(call: RecordedCall) -> None:
+        if not call.prompt_token_ids:
+            raise BatchError(f"rollout {rollout_id} call {call.call_index} lacks prompt token ids; it cannot be imitated")
+
+    return _merge(rollout_id, calls, check, honour_forced=False)
+
+
 def place_calls(calls: Sequence[RecordedCall]) -> list[Row]:
     """The rows the merge builds from these calls, without training's checks: where each call
     goes (``Row.calls``) and why a row branched, for a reader (the viewer) of any recording."""
@@ -135,7 +158,10 @@ def place_calls(calls: Sequence[RecordedCall]) -> list[Row]:
 
 
 def _merge(
-    rollout_id: str, calls: Sequence[RecordedCall], check: Callable[[RecordedCall], None] | None
+    rollout_id: str,
+    calls: Sequence[RecordedCall],
+    check: Callable[[RecordedCall], None] | None,
+    honour_forced: bool = True,
 ) -> tuple[list[Row], MergeCounts]:
     counts = MergeCounts()
     rows: list[Row] = []
@@ -158,7 +184,8 @@ def _merge(
                 else:
                     counts.branches[branch.kind] += 1
             rows.append(row)
-        row.add(call.completion_token_ids, sampled=True, logprobs=call.completion_logprobs, call_index=call.call_index)
+        mask = None if call.forced_from is None or not honour_forced else call.sampled_mask()
+        row.add(call.completion_token_ids, sampled=True, logprobs=call.completion_logprobs, call_index=call.call_index, mask=mask)
         lineage.add(call)
     return rows, counts
 
@@ -198,7 +225,8 @@ def split_row(row: Row, max_prompt_tokens: int, max_response_tokens: int) -> tup
     """``row`` as rows within the limits, cut only between calls; a call that fits alone is never lost.
 
     Context tokens after a piece's last completion move to the next piece's prompt (they
-    were never trained on), so each piece ends on a sampled token, where the reward goes.
+    were never trained on), so each piece ends on a completion (the reward goes on its last
+    sampled token).
     A call is dropped only when it cannot start a row: its own prompt or completion is
     over the limit.
     """

@@ -42,7 +42,11 @@ def _run(harness: str, make_dev_engine: Any, tmp_path: Path) -> list[RecordedCal
     settings = {"harness": {"max_turns": 8, "max_tokens": 256}, "rollout": {"time_limit_s": 300}}
     ran = run_proxied_rollout(harness, make_dev_engine(SCRIPTS[harness]).url, tmp_path, "branches-e2e", settings)
     assert ran.outcome.status is RolloutStatus.OK, f"{ran.outcome.details}\n--- proxy ---\n{ran.proxy_log}"
-    return ran.calls
+    # The scripted engine forced its turns, and the records say so; training would mask them
+    # (tests/components/trainer/test_rows.py). Where the rows go does not depend on that, so
+    # the turns are read here as if the policy had sampled them.
+    assert any(c.forced_from == 0 for c in ran.calls), "the engine's forced mark reached the records"
+    return [c.model_copy(update={"forced_from": None}) for c in ran.calls]
 
 
 def _sampled(calls: list[RecordedCall]) -> int:

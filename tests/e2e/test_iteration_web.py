@@ -115,14 +115,18 @@ def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
     rewards = json.loads(store.get_bytes(layout.rewards(0)))
     assert rewards["unusable"] == {} and all(r["usable"] for r in rewards["records"])
 
-    # The batch: one row per call (browser-use's calls never extend each other), each prompt
-    # holding its screenshot's placeholder (docs/engine.md, "Images").
+    # The batch: one row per call that sampled a token (browser-use's calls never extend each
+    # other; a step with one candidate is forced whole and trains nothing), each prompt holding
+    # its screenshot's placeholder (docs/engine.md, "Images").
     from transformers import AutoTokenizer
     from verl import DataProto
 
     (tmp_path / "batch.pt").write_bytes(store.get_bytes(layout.batch(0)))
     batch = DataProto.load_from_disk(tmp_path / "batch.pt")
-    assert len(batch) == len(all_calls)
+    drawn = [call for call in all_calls if any(call.sampled_mask())]
+    assert drawn and len(batch) == len(drawn)
+    forced = [call for call in all_calls if call.choice == "forced"]
+    assert forced and batch.meta_info["openforge_batch_stats"]["forced_tokens"] > 0
     get_dir(store, layout.checkpoint(0), tmp_path / "ckpt0")
     tokenizer = AutoTokenizer.from_pretrained(tmp_path / "ckpt0")
     prompts = [tokenizer.decode(row, skip_special_tokens=False) for row in batch.batch["prompts"].tolist()]
@@ -131,7 +135,7 @@ def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
 
     # The update ran and checkpoint 1 is committed with weights of its own.
     metrics = logged[0]
-    assert metrics["batch/rows"] == len(all_calls) and metrics["batch/dropped_rows"] == 0
+    assert metrics["batch/rows"] == len(drawn) and metrics["batch/dropped_rows"] == 0
     assert metrics["groups/skipped_equal"] == 0 and "train/loss" in metrics
     assert metrics["batch/trained_tokens"] > 0 and metrics["batch/empty_update"] == 0
     assert committed_versions(store, layout) == [0, 1]

@@ -7,8 +7,10 @@ from typing import Any
 from tests.pipelines._manifests import dag_task, quickstart_config, quickstart_manifest, template
 
 from components.core.config import CONFIG_ENV
+from components.core.sft_config import SftConfig
 from components.core.storage import RunLayout
 from pipelines.compile import compile_config
+from pipelines.iteration import config_yaml
 
 ITERATION = "{{inputs.parameters.iteration}}"
 STEPS = ("prepare", "serve", "rollout", "score", "train", "commit")
@@ -119,8 +121,10 @@ def test_config_parameter_holds_the_whole_config_as_yaml() -> None:
 
     doc = quickstart_manifest()
     text = next(p["value"] for p in doc["spec"]["arguments"]["parameters"] if p["name"] == "config")
-    # `evaluation` appears only in an evaluation's config (pipelines/evaluate.py).
-    assert yaml.safe_load(text) == quickstart_config().model_dump(mode="json", exclude={"evaluation"})
+    # `evaluation` appears only in an evaluation's config (pipelines/evaluate.py), `sft` only where set.
+    assert yaml.safe_load(text) == quickstart_config().model_dump(mode="json", exclude={"evaluation", "sft"})
+    with_sft = quickstart_config().model_copy(update={"sft": SftConfig(recordings="teacher")})
+    assert yaml.safe_load(config_yaml(with_sft))["sft"]["recordings"] == "teacher"
 
 
 def test_storage_steps_get_credentials_from_the_configured_secret() -> None:

@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from components.core import read_session
+from components.core.choices import CHOICE_HEADER, FORCED_FROM_HEADER
 from components.core.sampling import APPLIED_SAMPLING_HEADER, NEUTRAL_SAMPLING, same_setting
 
 MESSAGES = [{"role": "user", "content": "Hello."}]
@@ -101,15 +102,16 @@ def test_engine_refuses_a_checkpoint_setting_it_cannot_apply(
     assert json.loads(accepted.headers[APPLIED_SAMPLING_HEADER])["repetition_penalty"] == 1.0
 
 
-def test_a_mismatch_between_record_and_engine_marks_the_call(loop_thread, fake_engine, make_proxy, tmp_path: Path) -> None:
-    # An engine that says it sampled with top_k 20 whatever it was sent.
+def _recorded_with_headers(loop_thread, fake_engine, make_proxy, out: Path, session: str, headers: dict[str, str]):
+    """The record of one call to an engine whose answers carry ``headers`` whatever it was sent."""
+
     @web.middleware
-    async def claims_top_k(request: web.Request, handler: Any) -> web.StreamResponse:
+    async def claims(request: web.Request, handler: Any) -> web.StreamResponse:
         response = await handler(request)
-        response.headers[APPLIED_SAMPLING_HEADER] = json.dumps({**NEUTRAL_SAMPLING, "top_k": 20})
+        response.headers.update(headers)
         return response
 
-    app = web.Application(middlewares=[claims_top_k])
+    app = web.Application(middlewares=[claims])
     app.router.add_get("/v1/models", fake_engine._models)
     app.router.add_post("/v1/chat/completions", fake_engine._chat)
     runner = web.AppRunner(app)
@@ -119,9 +121,36 @@ def test_a_mismatch_between_record_and_engine_marks_the_call(loop_thread, fake_e
     try:
         host, port = runner.addresses[0][:2]
         proxy = make_proxy(f"http://{host}:{port}", training=True, token_provenance=False)
-        _client(proxy, "mismatch").chat.completions.create(model="m", messages=MESSAGES, max_tokens=4)
+        _client(proxy, session).chat.completions.create(model="m", messages=MESSAGES, max_tokens=4)
     finally:
         loop_thread.run(runner.cleanup())
-    (call,) = read_session(tmp_path / "out" / "mismatch.jsonl")
+    (call,) = read_session(out / f"{session}.jsonl")
+    return call
+
+
+def test_a_mismatch_between_record_and_engine_marks_the_call(loop_thread, fake_engine, make_proxy, tmp_path: Path) -> None:
+    # An engine that says it sampled with top_k 20 whatever it was sent.
+    claims_top_k = {APPLIED_SAMPLING_HEADER: json.dumps({**NEUTRAL_SAMPLING, "top_k": 20})}
+    call = _recorded_with_headers(loop_thread, fake_engine, make_proxy, tmp_path / "out", "mismatch", claims_top_k)
     assert not call.ok and "top_k=20 (recorded -1)" in call.error
     assert call.sampling.applied["top_k"] == 20
+
+
+@pytest.mark.parametrize(
+    ("headers", "forced_from", "problem"),
+    [
+        ({FORCED_FROM_HEADER: "3"}, 3, None),
+        ({FORCED_FROM_HEADER: "three"}, 0, "not a token index"),  # forced from where? train on none of it
+        ({CHOICE_HEADER: "guessed"}, None, "not one of"),
+    ],
+)
+def test_the_engines_forced_and_choice_marks_reach_the_record(
+    loop_thread, fake_engine, make_proxy, tmp_path: Path, headers: dict[str, str], forced_from, problem
+) -> None:
+    call = _recorded_with_headers(loop_thread, fake_engine, make_proxy, tmp_path / "out", "marks", headers)
+    assert call.forced_from == forced_from
+    assert call.choice == headers.get(CHOICE_HEADER)
+    if problem is None:
+        assert call.ok
+    else:
+        assert not call.ok and problem in call.error

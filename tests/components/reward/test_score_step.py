@@ -146,3 +146,46 @@ def test_shuffled_reward_control_changes_only_what_the_trainer_reads(run):
     assert report.tasks == true_report.tasks and report.groups == true_report.groups
     assert json.loads(store.get_bytes(layout.outcome(0, "a-s0")))["passed"] is True
     assert json.loads(store.get_bytes(layout.metrics(0)))["control/shuffled_rewards"] == 1.0
+
+
+def _write_calls(store, layout, rollout_id, calls):
+    store.put_bytes(layout.trajectory(0, rollout_id), "".join(c.model_dump_json() + "\n" for c in calls).encode())
+
+
+def test_choice_misses_and_forced_tokens_are_counted(run, call):
+    config, store, layout = run
+    _write_calls(store, layout, "a-s0", [
+        call(session="a-s0", index=0, choice="drawn", completion=(4, 5)),
+        call(session="a-s0", index=1, choice="forced", forced_from=0, completion=(6, 7, 8)),
+        call(session="a-s0", index=2, choice="miss", completion=(9,)),
+        call(session="a-s0", index=3, choice="miss", completion=(9,), tags={"side_call": True}),  # not counted
+    ])
+    _write_calls(store, layout, "a-s1", [call(session="a-s1", choice="miss")])
+
+    metrics = score_iteration(config, 0, store).metrics
+
+    assert (metrics["engine/choice_calls"], metrics["engine/choice_misses"]) == (4, 2)
+    assert metrics["tokens/forced"] == 3
+    assert metrics["tokens/sampled"] == 2 + 1 + 1 + 2 + 3  # a-s0's sampled ones, a-s1's 2, b-s0's 3
+
+
+def test_an_iteration_whose_every_call_missed_the_book_fails_naming_task_and_harness(run, call, outcome):
+    from components.reward.scoring import ChoiceMissError
+
+    config, store, layout = run
+    for rid in ("a-s0", "a-s1", "b-s0"):
+        result = outcome(rid, passed=False, extra={"harness": "claude-code", "harness_version": "2.1.3"})
+        store.put_bytes(layout.outcome(0, rid), result.model_dump_json().encode())
+        _write_calls(store, layout, rid, [
+            call(session=rid, index=0, choice="miss"),
+            call(session=rid, index=1, choice="drawn", tags={"side_call": True}),  # a side call does not rescue it
+        ])
+
+    with pytest.raises(ChoiceMissError) as err:
+        score_iteration(config, 0, store)
+
+    message = str(err.value)
+    assert "all 3 calls" in message and "tasks a, b" in message and "claude-code 2.1.3" in message
+    assert not store.exists(layout.rewards(0))  # the step did not pass
+    _write_calls(store, layout, "b-s0", [call(session="b-s0", choice="drawn")])  # one real choice: it passes
+    assert score_iteration(config, 0, store).metrics["engine/choice_misses"] == 2

@@ -168,3 +168,17 @@ def test_group_with_one_usable_rollout_left_is_masked_whole_and_counted(call, re
     assert list(data.non_tensor_batch["rollout_id"]) == ["b-s0", "b-s1"]
     assert stats.no_baseline_groups == 1 and stats.skipped_groups == 1
     assert stats.metrics()["batch/no_baseline_groups"] == 1 and stats.unusable_rollouts == 2
+
+
+def test_a_forced_turn_is_masked_counted_and_the_reward_sits_before_it(call, record):
+    calls = {
+        "t-s0": [call(0, [1, 2, 3], [4, 5]), call(1, [1, 2, 3, 4, 5, 20], [6, 7], forced_from=0)],
+        "t-s1": [call(0, [1, 2], [9, 10], session="t-s1")],
+    }
+    data, stats = build_batch(calls, [record("t-s0", 1.0), record("t-s1", 0.0)], AlgorithmConfig())
+
+    assert data.batch["response_mask"][0].tolist() == [1, 1, 0, 0, 0]
+    assert data.batch["token_level_scores"][0].tolist() == [0, 1.0, 0, 0, 0]
+    assert data.batch["advantages"][0, 2:].abs().sum() == 0
+    assert (stats.trained_tokens, stats.forced_tokens) == (4, 2)
+    assert stats.metrics()["batch/forced_tokens"] == 2.0

@@ -162,3 +162,24 @@ def test_only_the_latest_attempt_is_merged(call):
     rows, counts = merge_calls("t-s0", calls, temperature=1.0)
 
     assert [r.tokens() for r in rows] == [[1, 2, 4, 9, 5]] and counts.breaks == 0
+
+
+def test_forced_tokens_stay_in_the_row_as_context_the_policy_did_not_choose(call):
+    # Call 1 sampled one token, then the engine forced two (a scripted turn); call 2 was forced whole.
+    calls = [
+        call(0, [1, 2, 3], [4, 5]),
+        call(1, [1, 2, 3, 4, 5, 20], [6, 7, 8], forced_from=1),
+        call(2, [1, 2, 3, 4, 5, 20, 6, 7, 8, 21], [9], forced_from=0),
+    ]
+
+    [row], _ = merge_calls("t-s0", calls, temperature=1.0)
+
+    assert row.response == [4, 5, 20, 6, 7, 8, 21, 9]
+    assert row.response_mask == [1, 1, 0, 1, 0, 0, 0, 0]
+    assert (row.sampled_tokens(), row.forced_tokens()) == (3, 3)
+    assert row.logprobs[3:6] == [-0.5, -0.5, -0.5]  # the model's own logprobs are kept, masked
+
+
+def test_a_forced_from_past_the_completion_means_all_sampled(call):
+    [row], _ = merge_calls("t-s0", [call(0, [1], [2, 3], forced_from=5)], temperature=1.0)
+    assert row.response_mask == [1, 1] and row.forced_tokens() == 0
