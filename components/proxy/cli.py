@@ -22,6 +22,10 @@ def proxy_command(
         Optional[str], typer.Option(help="Model name sent upstream (default: the upstream's first model).")
     ] = None,
     training: Annotated[bool, typer.Option("--training", help="Sample with temperature 1, top_p 1 and record it.")] = False,
+    teacher: Annotated[
+        bool,
+        typer.Option("--teacher", help="Record a teacher for SFT: any OpenAI-compatible endpoint, recorded as text."),
+    ] = False,
     sampling_seed: Annotated[
         Optional[str],
         typer.Option(help="With --training: seed each call from this label, its session and its turn (reproducible rollouts)."),
@@ -82,6 +86,7 @@ def proxy_command(
             port=port,
             served_model=served_model,
             training=training,
+            teacher=teacher,
             sampling_seed=sampling_seed,
             token_provenance=token_provenance,
             tool_call_parser=None if tool_call_parser == "none" else tool_call_parser,

@@ -32,6 +32,13 @@ class ProxyConfig(BaseModel):
     training: bool = Field(
         False, description="Override sampling to temperature 1, top_p 1 (the policy's own distribution)."
     )
+    teacher: bool = Field(
+        False,
+        description="Record a teacher for SFT: the upstream is any OpenAI-compatible chat endpoint (its key from "
+        "$OPENFORGE_UPSTREAM_API_KEY) that need not return token ids. Engine-only fields are not sent, the "
+        "teacher samples as it was asked, and calls are recorded as text (`text_only`), tokenized with the "
+        "student's chat template when SFT reads them (docs/proxy.md#recording-a-teacher).",
+    )
     sampling_seed: str | None = Field(
         None,
         min_length=1,
@@ -118,6 +125,14 @@ class ProxyConfig(BaseModel):
     @property
     def provenance_on(self) -> bool:
         return self.training if self.token_provenance is None else self.token_provenance
+
+    @model_validator(mode="after")
+    def _teacher_is_not_the_policy(self) -> "ProxyConfig":
+        # A teacher's samples are off-policy and come without token ids: nothing of training
+        # mode (the policy's distribution, its sampled ids spliced back) can apply to them.
+        if self.teacher and (self.training or self.token_provenance):
+            raise ValueError("a teacher is recorded as it samples and as text: leave out --training and --token-provenance")
+        return self
 
     @field_validator("upstream")
     @classmethod

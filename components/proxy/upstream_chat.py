@@ -28,19 +28,40 @@ def call_seed(base: str, session_id: str, attempt: int, chat_request: dict[str, 
     return int.from_bytes(digest[:4], "big") >> 1  # 31 bits: any engine's seed type holds it
 
 
+# What only vLLM-style engines take: a teacher behind another OpenAI-compatible API would
+# refuse the request (or bill for logprobs nobody reads), so these never go to one.
+ENGINE_ONLY_FIELDS = (
+    "return_token_ids", "skip_special_tokens", "top_k", "min_p", "repetition_penalty", "min_tokens", "ignore_eos",
+    "stop_token_ids", "include_stop_str_in_output", "add_generation_prompt", "continue_final_message",
+    "add_special_tokens", "prompt_logprobs", "return_tokens_as_token_ids", "chat_template", "chat_template_kwargs",
+    "guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs", "priority",
+)  # fmt: skip
+
+
 def prepare_upstream_body(
-    chat_request: dict[str, Any], *, model: str | None, training: bool, stream: bool, seed: int | None = None
+    chat_request: dict[str, Any],
+    *,
+    model: str | None,
+    training: bool,
+    stream: bool,
+    seed: int | None = None,
+    teacher: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The request sent upstream, and the ``sampling`` record of what it asks the engine to use.
 
-    ``seed`` (training mode only) is used when the harness sent none.
+    ``seed`` (training mode only) is used when the harness sent none. ``teacher``: the
+    upstream is a teacher endpoint, asked for the answer only (``ENGINE_ONLY_FIELDS`` removed).
     """
     body = dict(chat_request)
     if model is not None:
         body["model"] = model
-    body["return_token_ids"] = True
-    body["logprobs"] = True  # the client's top_logprobs, if any, is kept as sent
-    body["skip_special_tokens"] = False
+    if teacher:
+        for name in ENGINE_ONLY_FIELDS:
+            body.pop(name, None)
+    else:
+        body["return_token_ids"] = True
+        body["logprobs"] = True  # the client's top_logprobs, if any, is kept as sent
+        body["skip_special_tokens"] = False
     if stream:
         # Usage makes the reassembled stream match the non-streamed shape; stripped for clients that did not ask.
         options = body.get("stream_options")
@@ -104,12 +125,15 @@ class Completion:
     problem: str | None = None  # set when the engine's answer cannot be trained on as is
 
 
-def extract_completion(chat: dict[str, Any]) -> Completion:
-    """Tokens of the single choice of a (reassembled) chat completion from the engine."""
+def extract_completion(chat: dict[str, Any], text_only: bool = False) -> Completion:
+    """Tokens of the single choice of a (reassembled) chat completion from the engine;
+    ``text_only`` (a teacher's answer): none are expected, and none are kept."""
     choices = chat.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return Completion(problem="upstream answer has no choices")
     choice = choices[0]
+    if text_only:
+        return Completion(finish_reason=choice.get("finish_reason"))
     prompt_ids = chat.get("prompt_token_ids")
     token_ids = choice.get("token_ids")
     logprobs = choice.get("logprobs")

@@ -166,3 +166,17 @@ def test_training_mode_seeds_calls_the_harness_left_unseeded() -> None:
     assert body["seed"] == 3  # the harness's own seed is kept
     body, _ = prepare_upstream_body({"messages": []}, model=None, training=False, stream=False, seed=7)
     assert "seed" not in body  # serving mode changes no sampling
+
+
+def test_a_teacher_is_asked_for_its_answer_only() -> None:
+    """Fields only vLLM-style engines take would make another API refuse the call."""
+    request = {
+        "messages": [{"role": "user", "content": "hi"}], "temperature": 0.3, "top_k": 20, "return_token_ids": True,
+        "skip_special_tokens": False, "stop_token_ids": [7], "tools": [], "max_tokens": 50,
+    }  # fmt: skip
+    body, sampling = prepare_upstream_body(request, model="teacher-model", training=False, stream=False, teacher=True)
+
+    assert body == {"messages": request["messages"], "temperature": 0.3, "tools": [], "max_tokens": 50, "model": "teacher-model"}
+    assert sampling["temperature"] == 0.3 and not sampling["overridden"]
+    assert extract_completion({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}, text_only=True).problem is None
+    assert "token ids" in extract_completion({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}).problem

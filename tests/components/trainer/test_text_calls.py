@@ -1,0 +1,116 @@
+"""A teacher recorded as text, through the real harness and proxy: tokenized with the student's
+chat template it is what the student's engine sees, and SFT on it teaches the student its turns."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import torch
+
+from components.core.config import AlgorithmConfig, ExperimentConfig
+from components.core.outcome import RolloutStatus
+from components.core.services import free_port, openforge_argv, start_service
+from components.core.trajectory import read_session
+from components.rollout.runner import run_rollout
+from components.trainer.sft import sft_update
+from components.trainer.text_calls import TextCallError, with_student_tokens
+
+REPO = Path(__file__).resolve().parents[3]
+TASK = REPO / "examples" / "tasks" / "quickstart" / "write-hello"
+COMMAND = "printf hello > hello.txt"
+# The teacher: a scripted engine on another checkpoint, which answers with text only when asked so.
+SCRIPT = {"turns": [{"tool_calls": [{"name": "shell", "arguments": {"command": COMMAND}}]}, {"content": "hello.txt is written"}]}
+KEY = "teacher-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from components.engine.tiny_model import init_tiny_model
+
+    return init_tiny_model(tmp_path_factory.mktemp("student"), seed=11)
+
+
+@pytest.fixture(scope="module")
+def teacher(make_dev_engine, student: Path, tmp_path_factory: pytest.TempPathFactory):
+    from components.engine.tiny_model import init_tiny_model
+
+    # Same tokenizer as the student (every tiny seed shares it), other weights.
+    model = init_tiny_model(tmp_path_factory.mktemp("teacher"), seed=12)
+    return make_dev_engine(SCRIPT, model_dir=model)
+
+
+@contextmanager
+def _proxy(upstream: str, out: Path, *flags: str, env: dict[str, str] | None = None):
+    port = free_port()
+    argv = openforge_argv("proxy", "--upstream", upstream, "--out", str(out), "--port", str(port), *flags)
+    with start_service("proxy", argv, port=port, log_dir=out.parent / "logs", env={"PYTHONPATH": str(REPO), **(env or {})}) as proxy:
+        yield proxy
+
+
+def _record(proxy_url: str, out: Path, rollout_id: str):
+    config = ExperimentConfig.model_validate(
+        {"name": "teach", "tasks": {"source": "unused"}, "harness": {"max_turns": 4, "max_tokens": 256}, "rollout": {"time_limit_s": 60}}
+    )
+    outcome = run_rollout(
+        config, iteration=0, rollout_id=rollout_id, task_dir=TASK, proxy_url=proxy_url, trajectory=out / f"{rollout_id}.jsonl",
+        out_dir=out.parent / f"out-{rollout_id}",
+    )  # fmt: skip
+    assert outcome.status is RolloutStatus.OK and outcome.passed, outcome.details
+    return read_session(out / f"{rollout_id}.jsonl")
+
+
+@pytest.mark.slow
+def test_a_text_only_teacher_tokenized_is_what_the_students_engine_sees_and_sft_learns_it(
+    teacher, student: Path, tmp_path: Path
+) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    # The same harness conversation, recorded twice: token for token, and from the teacher as text.
+    with _proxy(teacher.url, tmp_path / "ids") as proxy:
+        with_ids = _record(proxy.url, tmp_path / "ids", "write-hello-s0")
+    with _proxy(teacher.url, tmp_path / "text", "--teacher", env={"OPENFORGE_UPSTREAM_API_KEY": KEY}) as proxy:
+        as_text = _record(proxy.url, tmp_path / "text", "write-hello-s1")
+        log = proxy.log_tail()
+
+    assert len(with_ids) == len(as_text) == 2
+    assert all(c.text_only and not c.completion_token_ids and not c.prompt_token_ids and not c.ok for c in as_text)
+    tokenizer = AutoTokenizer.from_pretrained(student)
+    tokenized = [with_student_tokens(c, tokenizer) for c in as_text]
+    for engine_saw, ours in zip(with_ids, tokenized, strict=True):
+        assert ours.prompt_token_ids == engine_saw.prompt_token_ids
+        assert ours.completion_token_ids == engine_saw.completion_token_ids
+    # The key the proxy sends the teacher is written nowhere.
+    for path in (tmp_path / "text").rglob("*"):
+        assert not path.is_file() or KEY not in path.read_text(errors="replace"), path
+    assert KEY not in log
+
+    # SFT on the text-only session raises the student's log-probability of the teacher's command turn.
+    model = AutoModelForCausalLM.from_pretrained(student, dtype=torch.float32)
+    first = tokenized[0]
+
+    def log_p() -> float:
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([first.prompt_token_ids + first.completion_token_ids])).logits[0]
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        start = len(first.prompt_token_ids) - 1
+        return sum(float(logprobs[start + i, t]) for i, t in enumerate(first.completion_token_ids))
+
+    before = log_p()
+    sft_update(
+        model, {"write-hello-s1": tokenized}, AlgorithmConfig(learning_rate=3e-3), max_epochs=3, held_out=0.0, seed=0,
+        pad_token_id=tokenizer.pad_token_id, max_model_len=8192,
+    )  # fmt: skip
+    assert log_p() - before > 20.0, (before, log_p())
+
+
+def test_only_chat_completions_text_calls_can_be_tokenized(tmp_path: Path) -> None:
+    from components.core.trajectory import RecordedCall
+
+    call = RecordedCall(
+        session_id="s", call_index=0, api="anthropic.messages", request={}, text_only=True, started_at=0.0,
+        latency_ms=1.0, upstream_status=200,
+    )  # fmt: skip
+    with pytest.raises(TextCallError, match="chat completions"):
+        with_student_tokens(call, tokenizer=None)
