@@ -19,6 +19,7 @@ from pipelines.compile import compile_command
 from pipelines.evaluate import eval_command
 from pipelines.probe import probe_command
 from pipelines.run import run_command
+from pipelines.sft import sft_command
 from pipelines.steps.cli import step_app
 
 app = command_group(
@@ -31,6 +32,7 @@ app.command("compile")(compile_command)
 app.command("run")(run_command)
 app.command("eval")(eval_command)
 app.command("probe")(probe_command)
+app.command("sft")(sft_command)
 app.command("deploy")(deploy_command)
 app.command("submit")(submit_command)
 app.command("status")(status_command)

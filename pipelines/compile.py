@@ -83,13 +83,9 @@ def compile_command(
     ),
 ) -> None:
     """Compile an experiment config into Argo manifests (the files the local executor runs)."""
-    from components.core.config import ConfigError, load_config
+    from pipelines.run import load_config_or_exit
 
-    try:
-        config = load_config(config_path)
-    except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
+    config = load_config_or_exit(config_path)
     for path in write_manifests(config, out):
         typer.echo(f"wrote {path}")
     if check:

@@ -73,8 +73,10 @@ def template_name(config: ExperimentConfig) -> str:
 
 def config_yaml(config: ExperimentConfig) -> str:
     """The config as the YAML text every step receives: complete (defaults spelled out) and stable."""
-    # `evaluation` only in an evaluation's config: a training config's text (and manifest) stays as it was.
-    dumped = config.model_dump(mode="json", exclude={"evaluation"} if config.evaluation is None else None)
+    # `evaluation` only in an evaluation's config, `sft` only where set: a training config's text
+    # (and manifest) stays as it was.
+    unset = {name for name in ("evaluation", "sft") if getattr(config, name) is None}
+    dumped = config.model_dump(mode="json", exclude=unset or None)
     return yaml.safe_dump(dumped, sort_keys=False)
 
 

@@ -245,6 +245,17 @@ def _run_iterations(
     return logged
 
 
+def load_config_or_exit(path: Path) -> "ExperimentConfig":
+    """The experiment config at ``path``; a command's exit 2 with the problem and its fix when invalid."""
+    from components.core.config import ConfigError, load_config
+
+    try:
+        return load_config(path)
+    except ConfigError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+
+
 def run_command(
     config: Path = typer.Argument(..., help="Experiment config (YAML), e.g. examples/quickstart.yaml."),
     iterations: int | None = typer.Option(
@@ -258,14 +269,9 @@ def run_command(
     """Run RL iterations on this machine; rerun the same command to resume after a stop."""
     from rich.console import Console
 
-    from components.core.config import ConfigError, load_config
     from pipelines.executor import ManifestError, WorkflowFailed
 
-    try:
-        experiment = load_config(config)
-    except ConfigError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
+    experiment = load_config_or_exit(config)
     console = Console()
     warn_if_unsandboxed(console, runtime)
     try:

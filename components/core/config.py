@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from components.core.cluster_config import ClusterConfig
 from components.core.cluster_fit import cluster_fit_problem
+from components.core.sft_config import SftConfig
 from components.core.trainer_config import TrainerConfig
 from components.core.validation import describe_errors
 from components.core.vllm_config import VllmConfig
@@ -335,6 +336,7 @@ class ExperimentConfig(_Section):
     evaluation: EvaluationConfig | None = Field(
         None, description="Set by `openforge eval` on the config its workflow receives; leave unset in a YAML file."
     )
+    sft: SftConfig | None = Field(None, description="`openforge sft`: fine-tune on recorded sessions before RL.")
 
     @field_validator("name")
     @classmethod

@@ -294,6 +294,17 @@ class RunLayout:
     def checkpoint_marker(self, version: int) -> str:
         return f"{self.checkpoint(version)}/COMMITTED"
 
+    def sft_checkpoint(self) -> str:
+        """`openforge sft`'s fine-tuned policy (a HuggingFace folder, COMMITTED marker last), for `model.path`."""
+        return f"{self.name}/sft/checkpoint"
+
+    def sft_marker(self) -> str:
+        return f"{self.sft_checkpoint()}/COMMITTED"
+
+    def sft_report(self) -> str:
+        """What `openforge sft` learned from and which epoch it kept (components/trainer/sft.py)."""
+        return f"{self.name}/sft/report.json"
+
 
 def run_layout(config: ExperimentConfig) -> RunLayout:
     """The layout a step of this config writes to: the run's, or its evaluation's."""

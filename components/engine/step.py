@@ -25,7 +25,7 @@ from components.core.storage import ArtifactStore, RunLayout, get_dir, open_stor
 from components.engine.cut_watch import CutWatch
 
 
-def _initial_policy(config: ExperimentConfig, dest: Path) -> None:
+def initial_policy(config: ExperimentConfig, dest: Path) -> None:
     path = config.model.path
     if path is None and config.model.tiny_vision:
         from components.engine.tiny_vl_model import init_tiny_vl_model
@@ -55,7 +55,7 @@ def prepare_policy(config: ExperimentConfig, iteration: int, store: ArtifactStor
     version = fetch_committed(store, layout, config.algorithm.sampled_version(iteration), dest)
     if version is not None:
         return version
-    _initial_policy(config, dest)
+    initial_policy(config, dest)
     commit_checkpoint(store, layout, 0, dest)
     return 0
 
@@ -64,7 +64,7 @@ def _evaluated_policy(config: ExperimentConfig, store: ArtifactStore, layout: Ru
     """The policy an evaluation asked for, in ``dest``; commits nothing, records what it served."""
     choice = config.evaluation.checkpoint
     if choice == "base":
-        _initial_policy(config, dest)
+        initial_policy(config, dest)
         version, source = 0, config.model.path or f"tiny model (seed {config.model.tiny_seed})"
     else:
         versions = committed_versions(store, layout)

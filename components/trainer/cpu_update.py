@@ -50,6 +50,12 @@ def response_log_probs(model: Any, micro: Any, temperature: float) -> tuple[Any,
     """(log-prob, entropy) of each response token under ``model``, shape (rows, response width)."""
     from verl.utils.torch_functional import entropy_from_logits, logprobs_from_logits
 
+    logits = response_logits(model, micro, temperature)
+    return logprobs_from_logits(logits, micro["responses"]), entropy_from_logits(logits)
+
+
+def response_logits(model: Any, micro: Any, temperature: float) -> Any:
+    """The logits that predict each response token, (rows, response width, vocabulary), over ``temperature``."""
     response_width = micro["responses"].shape[1]
     # The logit at position t predicts token t+1: responses start after the last prompt token,
     # so the last R+1 positions less the final one. Only those are projected to the vocabulary:
@@ -65,8 +71,7 @@ def response_log_probs(model: Any, micro: Any, temperature: float) -> tuple[Any,
             logits_to_keep=response_width + 1,
             **extra,
         ).logits
-    logits = logits[:, :response_width, :] / temperature
-    return logprobs_from_logits(logits, micro["responses"]), entropy_from_logits(logits)
+    return logits[:, :response_width, :] / temperature
 
 
 def _positions_and_images(micro: dict[str, Any]) -> dict[str, Any]:
@@ -137,7 +142,8 @@ def _trimmed(batch: Any, start: int, end: int, lengths: list[tuple[int, int]], p
     micro = {key: batch[key][start:end, ..., columns] for key in ("input_ids", "attention_mask", "position_ids")}
     micro["prompts"] = batch["prompts"][start:end, prompt_width - prompt :]
     for key in ("responses", "response_mask", "rollout_log_probs", "advantages"):
-        micro[key] = batch[key][start:end, :response]
+        if key in batch.keys():  # an SFT batch has no advantages
+            micro[key] = batch[key][start:end, :response]
     return micro
 
 
@@ -168,7 +174,7 @@ def policy_loss(log_prob: Any, entropy: Any, micro: Any, config: Any) -> tuple[A
     }
 
 
-def _global_batch_info(response_mask: Any) -> dict[str, Any]:
+def global_batch_info(response_mask: Any) -> dict[str, Any]:
     # One optimizer step per epoch over the whole batch, on one "rank".
     return {
         "dp_size": 1,
@@ -302,7 +308,7 @@ def cpu_update(model: Any, data: Any, algorithm: AlgorithmConfig, seed: int, opt
     torch.manual_seed(seed)
     batch = data.batch
     config = actor_config(algorithm, len(data))
-    config.global_batch_info.update(_global_batch_info(batch["response_mask"]))
+    config.global_batch_info.update(global_batch_info(batch["response_mask"]))
     if optimizer is None:
         optimizer = build_optimizer(model, algorithm)
     model.train()

@@ -179,3 +179,35 @@ def test_the_update_does_not_depend_on_how_the_batch_is_micro_batched(tiny_model
     # Adam divides by sqrt(v): the float noise of summing a gradient in another order shows
     # up to ~1.4e-6 in an updated weight (measured); a batching bug moves weights by ~lr (1e-2).
     assert all(torch.allclose(x, y, atol=1e-5) and torch.allclose(x, z, atol=1e-5) for x, y, z in zip(a, b, c))
+
+
+def _forced_turn_batch(call, record, model, forced_ids, forced_from):
+    """Rollout s0 answers [4, 5], then a turn the engine forced (``forced_ids``, marked or not)."""
+    calls = {
+        "t-s0": [call(0, [1, 2, 3], [4, 5]), call(1, [1, 2, 3, 4, 5, 20, 21], forced_ids, forced_from=forced_from)],
+        "t-s1": [call(0, [1, 2], [9, 10], session="t-s1")],
+    }
+    data, stats = build_batch(calls, [record("t-s0", 1.0), record("t-s1", 0.0)], ALGORITHM)
+    with torch.no_grad():
+        log_prob, _ = response_log_probs(model, data.batch, temperature=1.0)
+    data.batch["rollout_log_probs"] = log_prob * data.batch["response_mask"]
+    return data, stats
+
+
+def test_a_forced_turn_contributes_zero_gradient(call, record, model):
+    """Whatever the engine forced, the update is the same: its tokens train nothing."""
+
+    def grads(forced_ids, forced_from):
+        data, stats = _forced_turn_batch(call, record, model, forced_ids, forced_from)
+        model.zero_grad()
+        _loss(model, data).backward()
+        return [p.grad.clone() for p in model.parameters()], stats
+
+    marked, stats = grads([6, 7, 8], 0)
+    other_marked, _ = grads([30, 31, 32], 0)
+    assert all(torch.equal(a, b) for a, b in zip(marked, other_marked))
+    assert (stats.forced_tokens, stats.trained_tokens) == (3, 4)
+    # Unmarked, the same turns train: the comparison above could have failed.
+    unmarked, _ = grads([6, 7, 8], None)
+    other_unmarked, _ = grads([30, 31, 32], None)
+    assert not all(torch.equal(a, b) for a, b in zip(unmarked, other_unmarked))
