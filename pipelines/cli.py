@@ -18,6 +18,7 @@ from pipelines.cluster.cli import deploy_command, status_command, submit_command
 from pipelines.compile import compile_command
 from pipelines.evaluate import eval_command
 from pipelines.probe import probe_command
+from pipelines.record import record_command
 from pipelines.run import run_command
 from pipelines.sft import sft_command
 from pipelines.steps.cli import step_app
@@ -32,6 +33,7 @@ app.command("compile")(compile_command)
 app.command("run")(run_command)
 app.command("eval")(eval_command)
 app.command("probe")(probe_command)
+app.command("record")(record_command)
 app.command("sft")(sft_command)
 app.command("deploy")(deploy_command)
 app.command("submit")(submit_command)

@@ -43,8 +43,12 @@ def eval_config(
     tasks: str | None = None,
     samples: int | None = None,
     eval_id: str | None = None,
+    recording: bool = False,
 ) -> ExperimentConfig:
-    """The experiment config as the evaluation's steps receive it (every task, no sampling of tasks)."""
+    """The experiment config as the evaluation's steps receive it (every task, no sampling of tasks).
+
+    ``recording``: the config's ``teacher`` answers instead of the policy (`openforge record`).
+    """
     from pydantic import ValidationError
 
     from components.core.config import ConfigError, ExperimentConfig
@@ -61,7 +65,11 @@ def eval_config(
         model, choice, label = model.model_copy(update={"path": checkpoint}), "base", "path"
     update = {
         "model": model.model_dump(),
-        "evaluation": {"id": eval_id or f"{label}-{time.strftime('%Y%m%d-%H%M%S')}", "checkpoint": choice},
+        "evaluation": {
+            "id": eval_id or f"{'record' if recording else label}-{time.strftime('%Y%m%d-%H%M%S')}",
+            "checkpoint": choice,
+            "recording": recording,
+        },
         "tasks": {"source": tasks or config.tasks.source, "per_iteration": None},
         "rollout": {**config.rollout.model_dump(), "samples_per_task": samples or config.rollout.samples_per_task},
     }

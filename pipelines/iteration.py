@@ -34,6 +34,7 @@ from hera.workflows import (
     Parameter,
     Resource,
     S3Artifact,
+    SecretEnv,
     SecretEnvFrom,
     Task,
     UserContainer,
@@ -44,6 +45,8 @@ from hera.workflows import models as m
 
 from components.core.config import CONFIG_ENV, ExperimentConfig
 from components.core.storage import RunLayout, run_layout
+from components.core.teacher_config import TeacherConfig
+from components.proxy.cli import UPSTREAM_KEY_ENV
 from pipelines import pod_specs
 from pipelines.ray_job import ray_job_template
 from pipelines.steps import STEPS, StepSpec
@@ -64,6 +67,8 @@ HOME_DIR = "/home/openforge"
 CONFIG_TEXT = "{{workflow.parameters.config}}"
 SERVE_ADDRESS = "{{inputs.parameters.serve-address}}"
 _PREPARED = "{{tasks.prepare.outputs.parameters.%s}}"
+_TEACHER_URL_PARAMETER = "teacher-url"
+TEACHER_URL = "{{workflow.parameters.%s}}" % _TEACHER_URL_PARAMETER
 
 
 def template_name(config: ExperimentConfig) -> str:
@@ -73,9 +78,11 @@ def template_name(config: ExperimentConfig) -> str:
 
 def config_yaml(config: ExperimentConfig) -> str:
     """The config as the YAML text every step receives: complete (defaults spelled out) and stable."""
-    # `evaluation` only in an evaluation's config, `sft` only where set: a training config's text
-    # (and manifest) stays as it was.
-    unset = {name for name in ("evaluation", "sft") if getattr(config, name) is None}
+    # `evaluation` only in an evaluation's config, `sft` and `teacher` only
+    # where set: a training config's text (and manifest) stays as it was.
+    unset: dict[str, Any] = {name: True for name in ("evaluation", "sft", "teacher") if getattr(config, name) is None}
+    if config.evaluation is not None and not config.evaluation.recording:
+        unset["evaluation"] = {"recording"}  # an evaluation's text as it was before recordings
     dumped = config.model_dump(mode="json", exclude=unset or None)
     return yaml.safe_dump(dumped, sort_keys=False)
 
@@ -170,27 +177,40 @@ def _empty_dir(name: str) -> m.Volume:
     return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource())
 
 
+def _endpoint_teacher(config: ExperimentConfig) -> TeacherConfig | None:
+    """A recording's endpoint teacher: the rollouts' proxies call it, and no serve step runs."""
+    teacher = config.recording_teacher
+    return teacher if teacher is not None and teacher.kind == "endpoint" else None
+
+
 def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
-    """The recording proxy: reaches the serve step, writes calls to the shared volume, holds no secrets."""
+    """The recording proxy: reaches the serve step, or a recording's endpoint teacher, and
+    writes calls to the shared volume. Its one secret is that teacher's key, from a Secret,
+    given to this container alone."""
+    teacher = _endpoint_teacher(config)
+    env: list[Env | SecretEnv] = [*_config_env()]
+    if teacher is None:
+        upstream, mode = f"http://{SERVE_ADDRESS}", [
+            "--training",
+            # Per iteration: a rollout id recurs every iteration and must not redraw the same numbers.
+            *(["--sampling-seed", f"{config.seed}/{ITERATION}"] if config.rollout.seeded_sampling else []),
+        ]
+    else:
+        # The URL comes in as the rollout's serve-address, from a workflow parameter: data, which
+        # the local executor never takes for one of the pod's own ports (a teacher on this
+        # machine's loopback), and which a rerun from the Argo UI may point elsewhere.
+        upstream, mode = SERVE_ADDRESS, ["--teacher", "--served-model", teacher.model]
+        if teacher.api_key_env is not None:
+            env.append(SecretEnv(name=UPSTREAM_KEY_ENV, secret_name=teacher.secret, secret_key=teacher.api_key_env))
     return UserContainer(
         name="proxy",
         image=config.cluster.proxy_image,
         image_pull_policy=config.cluster.image_pull_policy,
         command=[
-            "openforge",
-            "proxy",
-            "--upstream",
-            f"http://{SERVE_ADDRESS}",
-            "--out",
-            TRAJECTORY_DIR,
-            "--port",
-            str(PROXY_PORT),
-            "--training",
-            # Per iteration: a rollout id recurs every iteration and must not redraw the same numbers.
-            *(["--sampling-seed", f"{config.seed}/{ITERATION}"] if config.rollout.seeded_sampling else []),
-            *_parser_flags(config),
-        ],
-        env=_config_env(),
+            "openforge", "proxy", "--upstream", upstream, "--out", TRAJECTORY_DIR, "--port", str(PROXY_PORT),
+            *mode, *_parser_flags(config),
+        ],  # fmt: skip
+        env=env,
         ports=[m.ContainerPort(name="proxy", container_port=PROXY_PORT)],
         volume_mounts=[m.VolumeMount(name=WORK_VOLUME, mount_path=WORK_DIR), m.VolumeMount(name="proxy-tmp", mount_path="/tmp")],
         resources=pod_specs.resources(config.cluster, "proxy").build(),
@@ -303,7 +323,10 @@ def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
 
 
 def _serve_tasks(config: ExperimentConfig) -> list[str]:
-    """The generate DAG's serve tasks: ``serve``, or ``serve-0`` .. ``serve-<N-1>`` for engine replicas."""
+    """The generate DAG's serve tasks: ``serve``, or ``serve-0`` .. ``serve-<N-1>`` for engine replicas;
+    none where an endpoint teacher answers."""
+    if _endpoint_teacher(config) is not None:
+        return []
     replicas = config.engine.replicas
     return ["serve"] if replicas == 1 else [f"serve-{index}" for index in range(replicas)]
 
@@ -319,12 +342,15 @@ def _generate_dag(config: ExperimentConfig) -> DAG:
         # Replicas: one pair each, comma-separated; the proxy pins each session to one of them.
         "serve-address": ",".join(f"{{{{tasks.{name}.ip}}}}:{SERVE_PORT}" for name in serves),
     }
+    teacher = _endpoint_teacher(config)
+    if teacher is not None:
+        rollout_args["serve-address"] = TEACHER_URL
     tasks = [
         *(Task(name=name, template="serve", arguments=[iteration]) for name in serves),
         Task(
             name="rollout",
             template="rollout",
-            depends=" && ".join(serves),
+            depends=" && ".join(serves) or None,
             with_param="{{inputs.parameters.rollouts}}",
             arguments=[iteration, *(Parameter(name=k, value=v) for k, v in rollout_args.items())],
         ),
@@ -355,7 +381,7 @@ def iteration_templates(config: ExperimentConfig) -> list[Any]:
     evaluation = config.evaluation is not None
     steps = [
         _prepare_template(config),
-        _serve_template(config),
+        *([_serve_template(config)] if _serve_tasks(config) else []),
         _rollout_template(config),
         *(_final_step(config, step) for step in ("score", *_final_steps(evaluation))),
     ]
@@ -417,6 +443,13 @@ def build_iteration_template(config: ExperimentConfig) -> WorkflowTemplate:
     )
 
 
+def _teacher_parameter(config: ExperimentConfig) -> list[Parameter]:
+    teacher = _endpoint_teacher(config)
+    if teacher is None:
+        return []
+    return [Parameter(name=_TEACHER_URL_PARAMETER, value=teacher.url, description="The teacher endpoint the proxies call.")]
+
+
 def build_eval_workflow(config: ExperimentConfig) -> Workflow:
     """One evaluation (``config.evaluation``): the iteration's DAG ending in report, not train and commit."""
     if config.evaluation is None:
@@ -429,7 +462,7 @@ def build_eval_workflow(config: ExperimentConfig) -> Workflow:
     return Workflow(
         generate_name=f"{config.name}-eval-",
         entrypoint=ENTRYPOINT,
-        arguments=[Parameter(name="iteration", value=str(EVAL_ITERATION)), config_parameter(config)],
+        arguments=[Parameter(name="iteration", value=str(EVAL_ITERATION)), config_parameter(config), *_teacher_parameter(config)],
         templates=iteration_templates(config),
         **settings,
     )

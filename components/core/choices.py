@@ -123,6 +123,14 @@ class ChoiceBook(BaseModel):
         description="A regex whose first group is the reference the harness shows the model just before an "
         "element's description (browser-use: \\[(\\d+)\\]); unset: candidates cannot name elements.",
     )
+    error_rate: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="A reference teacher's book (`openforge record`, teacher.kind reference): each turn's first "
+        "candidate is the reference, drawn with probability 1 - error_rate, else one of the others at random; "
+        "unset: the policy draws by its own probabilities.",
+    )
     _keys: list[tuple[str, TaskChoices]] = PrivateAttr(default_factory=list)
 
     @field_validator("turn_pattern", "element_pattern")

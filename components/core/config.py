@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from components.core.cluster_config import ClusterConfig
 from components.core.cluster_fit import cluster_fit_problem
 from components.core.sft_config import SftConfig
+from components.core.teacher_config import TeacherConfig
 from components.core.trainer_config import TrainerConfig
 from components.core.validation import describe_errors
 from components.core.vllm_config import VllmConfig
@@ -301,6 +302,10 @@ class EvaluationConfig(_Section):
         "committed checkpoint; a number: that committed checkpoint version.",
     )
 
+    recording: bool = Field(
+        False, description="Set by `openforge record`: the config's `teacher` answers instead of the policy."
+    )
+
     @field_validator("id")
     @classmethod
     def _label(cls, value: str) -> str:
@@ -337,6 +342,7 @@ class ExperimentConfig(_Section):
         None, description="Set by `openforge eval` on the config its workflow receives; leave unset in a YAML file."
     )
     sft: SftConfig | None = Field(None, description="`openforge sft`: fine-tune on recorded sessions before RL.")
+    teacher: TeacherConfig | None = Field(None, description="`openforge record`: the teacher recorded through the harness.")
 
     @field_validator("name")
     @classmethod
@@ -375,6 +381,29 @@ class ExperimentConfig(_Section):
                     f"is that long. Remove algorithm.{name} (it then follows engine.max_model_len) or raise "
                     "engine.max_model_len"
                 )
+        return self
+
+    @property
+    def recording_teacher(self) -> TeacherConfig | None:
+        """The teacher that answers this config's rollouts: set in a recording (`openforge record`) only."""
+        return self.teacher if self.evaluation is not None and self.evaluation.recording else None
+
+    @property
+    def plays_reference(self) -> bool:
+        """A recording whose teacher is the dev engine playing the tasks' reference turns."""
+        return self.recording_teacher is not None and self.recording_teacher.kind == "reference"
+
+    @property
+    def serves_a_book(self) -> bool:
+        """The dev engine plays a book the prepare step writes: choice mode, or a reference teacher."""
+        return self.engine.dev_mode == "choice" or self.plays_reference
+
+    @model_validator(mode="after")
+    def _recording_has_a_teacher(self) -> "ExperimentConfig":
+        if self.evaluation is not None and self.evaluation.recording and self.teacher is None:
+            raise ValueError("a recording needs a `teacher:` section (kind reference or endpoint; docs/trainer.md)")
+        if self.plays_reference and self.engine.kind != "dev":
+            raise ValueError("teacher.kind reference is played by the dev engine: record with engine.kind dev")
         return self
 
     @model_validator(mode="after")

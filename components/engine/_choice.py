@@ -42,6 +42,8 @@ def choose(runner: "ModelRunner", prompt_ids: list[int], reply: "ChoiceReply", t
 
     if len(reply.candidates) == 1:
         return reply.candidates[0]
+    if reply.error_rate is not None:
+        return reply.candidates[_teacher_draw(len(reply.candidates), reply.error_rate, generator)]
     totals = torch.tensor(sequence_logprobs(runner, prompt_ids, reply.candidates), dtype=torch.float64)
     probs = torch.softmax(totals / max(temperature, _GREEDY_BELOW), dim=-1)
     if temperature < _GREEDY_BELOW:
@@ -57,3 +59,15 @@ def choose(runner: "ModelRunner", prompt_ids: list[int], reply: "ChoiceReply", t
         [len(ids) for ids in reply.candidates],
     )
     return reply.candidates[index]
+
+
+def _teacher_draw(count: int, error_rate: float, generator: Any) -> int:
+    """A reference teacher's pick: the reference (0) with probability 1 - error_rate, else another.
+
+    From the request's generator, so a seeded recording errs on the same turns when rerun.
+    """
+    import torch
+
+    if float(torch.rand(1, generator=generator)) >= error_rate:
+        return 0
+    return 1 + int(torch.randint(count - 1, (1,), generator=generator))

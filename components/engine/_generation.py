@@ -62,6 +62,7 @@ class ChoiceReply:
 
     candidates: list[list[int]]
     label: str = ""  # names the task and turn in the engine's log
+    error_rate: float | None = None  # a reference teacher's draw (ChoiceBook.error_rate); None: the policy's
 
 
 @dataclass
@@ -153,7 +154,7 @@ class ModelRunner:
         reply = job.reply or ScriptedReply([])
         if isinstance(reply, ChoiceReply):
             # Scored as far as they will be emitted: max_tokens cuts a forced reply too.
-            cut = ChoiceReply([ids[: params.max_tokens] for ids in reply.candidates], reply.label)
+            cut = ChoiceReply([ids[: params.max_tokens] for ids in reply.candidates], reply.label, reply.error_rate)
             reply = ScriptedReply(choose(self, job.prompt_ids, cut, params.temperature, generator))
         text_only = sorted(ending_ids | self._added_ids)
         logits = self._prefill(job.prompt_ids)

@@ -195,7 +195,7 @@ class Routes:
             return None
         task_id, turn, candidates = found
         forced = [_scripted_reply(tokenizer, messages, tools, candidate).forced_ids for candidate in candidates]
-        return ChoiceReply(forced, label=f"{task_id} turn {turn}")
+        return ChoiceReply(forced, label=f"{task_id} turn {turn}", error_rate=self.choices.error_rate)
 
     def _scripted_completion(self, prompt_ids: list[int]) -> ScriptedReply | ChoiceReply | None:
         """The script's turn for a chat prompt sent as token ids, as the chat endpoint would play it.

@@ -87,7 +87,10 @@ def serve_command(
         None, "--reasoning-parser", help="Reasoning format of answers, by vLLM's name (default: none)."
     ),
 ) -> None:
-    """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize)."""
+    """Serve one checkpoint with vLLM's OpenAI-compatible API (chat, completions, tokenize).
+
+    With $VLLM_API_KEY set, as vLLM, every /v1 request must carry it as a Bearer token.
+    """
     from components.core.choices import ChoiceBookError
     from components.engine._script import ScriptError
     from components.engine.server import EngineStartError, chat_parsers, serve

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import secrets
 import signal
 from pathlib import Path
 from typing import Any
@@ -77,9 +79,27 @@ async def _errors_as_json(request: web.Request, handler: Any) -> web.StreamRespo
         return json_response(ApiError(f"internal error: {exc}", status=500).body(), status=500)
 
 
+API_KEY_ENV = "VLLM_API_KEY"  # vLLM's: with it set, /v1 requests must carry it as a Bearer token
+
+
+def _require_key(key: str) -> Any:
+    expected = f"Bearer {key}".encode()
+
+    @web.middleware
+    async def check(request: web.Request, handler: Any) -> web.StreamResponse:
+        # As vLLM: the API under /v1 is guarded, the health and metrics probes are not.
+        given = request.headers.get("Authorization", "").encode()
+        if request.path.startswith("/v1") and not secrets.compare_digest(given, expected):
+            return json_response(ApiError("Unauthorized", status=401).body(), status=401)
+        return await handler(request)
+
+    return check
+
+
 def build_app(
     model_dir: Path,
     *,
+    api_key: str | None = None,
     served_model_name: str | None = None,
     script: Script | None = None,
     choices: ChoiceBook | None = None,
@@ -122,7 +142,8 @@ def build_app(
             )
         runner.max_model_len = max_model_len
     engine = DevEngine(runner)
-    app = web.Application(middlewares=[_errors_as_json], client_max_size=_MAX_BODY_BYTES)
+    guards = [_require_key(api_key)] if api_key else []
+    app = web.Application(middlewares=[_errors_as_json, *guards], client_max_size=_MAX_BODY_BYTES)
     Routes(
         engine,
         served_model_name=served_model_name or str(model_dir),
@@ -171,6 +192,7 @@ def serve(
     loaded_script = load_script(script) if script is not None else None
     app = build_app(
         Path(model_dir),
+        api_key=os.environ.get(API_KEY_ENV) or None,
         served_model_name=served_model_name,
         script=loaded_script,
         choices=load_choice_book(choices) if choices is not None else None,

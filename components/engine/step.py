@@ -112,7 +112,7 @@ def serve_iteration(
                 port=port,
                 max_model_len=engine.max_model_len,
                 unconstrained_json=engine.dev_unconstrained_json,
-                choices=_choice_book(config, iteration, store, Path(tmp)) if engine.dev_mode == "choice" else None,
+                choices=_choice_book(config, iteration, store, Path(tmp)) if config.serves_a_book else None,
                 parsers=chat_parsers(engine.vllm.tool_call_parser, engine.vllm.reasoning_parser),
                 cut_file=cut_file,
             )
@@ -129,7 +129,7 @@ def _choice_book(config: ExperimentConfig, iteration: int, store: ArtifactStore,
     key = run_layout(config).choices(iteration)
     if not store.exists(key):
         raise FileNotFoundError(
-            f"engine.dev_mode is 'choice' but {store.root}/{key} does not exist; "
+            f"the engine plays a book (choice mode or a reference teacher) but {store.root}/{key} does not exist; "
             "the prepare step writes it: run prepare for this iteration first"
         )
     path = tmp / "choices.json"

@@ -73,9 +73,13 @@ def prepare_iteration(config: ExperimentConfig, iteration: int, store: ArtifactS
         "rollouts": plan_rollouts(config, chosen, iteration),
     }
     # Before the plan: a stored plan (what a resumed iteration reuses) implies its book is stored.
-    if config.engine.dev_mode == "choice":
+    if config.serves_a_book:
         adapter = get_harness(config.harness.name)
-        book = choice_book(chosen, source, adapter.choice_turn_pattern, adapter.choice_element_pattern)
+        patterns = (adapter.choice_turn_pattern, adapter.choice_element_pattern)
+        if config.plays_reference:
+            book = reference_book(chosen, source, *patterns, error_rate=config.teacher.error_rate)
+        else:
+            book = choice_book(chosen, source, *patterns)
         store.put_bytes(layout.choices(iteration), book.model_dump_json(indent=2).encode())
     store.put_bytes(layout.plan(iteration), json.dumps(plan, indent=2).encode() + b"\n")
     return plan
@@ -103,3 +107,20 @@ def choice_book(
         return ChoiceBook(tasks=entries, turn_pattern=turn_pattern, element_pattern=element_pattern)
     except ValidationError as exc:
         raise NoChoicesError(f"the choices of {source} cannot be used: {join_errors(exc)}") from None
+
+
+def reference_book(
+    tasks: list[Task], source: str, turn_pattern: str | None, element_pattern: str | None, *, error_rate: float
+) -> ChoiceBook:
+    """A reference teacher's book: every task's reference turns, each with its errors (``Task.reference_entry``)."""
+    missing = [task.id for task in tasks if task.reference is None]
+    if missing:
+        raise NoChoicesError(
+            f"teacher.kind is reference but tasks {missing[:5]} of {source} have no `reference:` turns; add them "
+            "to their task.yaml (docs/tasks.md, \"Reference solutions\") or record from teacher.kind endpoint"
+        )
+    entries = [task.reference_entry() for task in tasks]
+    try:
+        return ChoiceBook(tasks=entries, turn_pattern=turn_pattern, element_pattern=element_pattern, error_rate=error_rate)
+    except ValidationError as exc:
+        raise NoChoicesError(f"the references of {source} cannot be used: {join_errors(exc)}") from None

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from components.core.choices import CandidateTurns, TaskChoices, check_candidate_turns
+from components.core.scripted_turns import ScriptedTurn
 from components.core.storage import ArtifactStore, open_store
 from components.core.validation import describe_errors
 from components.environments.desktop_tasks import DESKTOP_FILE, DesktopTaskError, DesktopTaskSpec, load_desktop_spec
@@ -42,6 +43,7 @@ _FIELD_FIXES = {
     "verifier.timeout_s": "set verifier.timeout_s to a positive number of seconds",
     "time_limit_s": "set time_limit_s to a positive number of seconds, or remove it to use rollout.time_limit_s",
     "workspace": "set workspace: to a folder inside the task folder, or remove it for an empty workspace",
+    "reference": 'give reference: as a list of turns ([{tool_calls: [{shell: "..."}]}, {content: "Done."}]; docs/tasks.md)',
     "choices": "give choices: as a list of turns, each a list of candidate turns "
     '([[{tool_calls: [{shell: "..."}]}, ...], [{content: "..."}]]; docs/tasks.md)',
 }
@@ -79,6 +81,12 @@ class Task(BaseModel):
         description="Candidate turns per assistant turn for the dev engine's choice mode (engine.dev_mode: choice); "
         "a turn with one candidate is forced. Other engines ignore them.",
     )
+    reference: list[ScriptedTurn] | None = Field(
+        None,
+        min_length=1,
+        description="A right solution, turn by turn, that `openforge record`'s reference teacher plays "
+        "(teacher.kind: reference); the turn's other candidates in `choices` are its errors.",
+    )
     task_dir: Path = Field(exclude=True, description="Where the task was loaded from (set by the loader).")
     web: WebSpec | None = Field(None, exclude=True, description=f"The folder's {WEB_FILE} (set by the loader).")
     desktop: DesktopTaskSpec | None = Field(
@@ -90,6 +98,13 @@ class Task(BaseModel):
     def _id_shape(cls, value: str) -> str:
         if not _TASK_ID.match(value):
             raise ValueError(f"task id {value!r} is not allowed: use {TASK_ID_RULE}")
+        return value
+
+    @field_validator("reference")
+    @classmethod
+    def _playable_reference(cls, value: list[ScriptedTurn] | None) -> list[ScriptedTurn] | None:
+        if value is not None:
+            check_candidate_turns([[turn] for turn in value])  # its tokens must be known, as a candidate's
         return value
 
     @field_validator("choices")
@@ -105,8 +120,22 @@ class Task(BaseModel):
         """
         if self.choices is None:
             return None
-        match = max(self.prompt.split(URL_PLACEHOLDER), key=len).strip()
-        return TaskChoices(task_id=self.id, match=match, turns=self.choices)
+        return TaskChoices(task_id=self.id, match=self._match_text(), turns=self.choices)
+
+    def reference_entry(self) -> TaskChoices | None:
+        """This task's entry in a reference teacher's book: per turn the reference first, then
+        the turn's other candidates (its possible errors); None without a ``reference``."""
+        if self.reference is None:
+            return None
+        offered = self.choices or []
+        turns = [
+            [turn, *(c for c in (offered[index] if index < len(offered) else []) if c != turn)]
+            for index, turn in enumerate(self.reference)
+        ]
+        return TaskChoices(task_id=self.id, match=self._match_text(), turns=turns)
+
+    def _match_text(self) -> str:
+        return max(self.prompt.split(URL_PLACEHOLDER), key=len).strip()
 
     @property
     def workspace_dir(self) -> Path | None:

@@ -41,7 +41,7 @@ from components.core.services import ServiceError
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
 from pipelines.executor._channel import CHANNEL_CONTAINER, channel_env, channel_path, channel_sockets, channel_targets, forwarder_argv
 from pipelines.executor._sandbox import PodPlan
-from pipelines.executor._templating import map_manifest_text, unmark
+from pipelines.executor._templating import ManifestError, map_manifest_text, unmark
 
 LOCAL_IMAGE = "localhost/openforge/local:0.1.0"
 POD_LABEL = "openforge.dev/runtime"  # every pod this runtime starts carries it: `podman pod ps --filter label=...`
@@ -282,6 +282,9 @@ def _container(
 ) -> dict[str, Any]:
     command = list(container.get("command") or [])
     args = plan.ports.rewrite_args(command[1:] + list(container.get("args") or []))
+    if any((e.get("valueFrom") or {}).get("secretKeyRef") for e in container.get("env") or []):
+        # Its pod spec is a file on disk: a secret written there would outlive the pod.
+        raise ManifestError(f"container {name!r} reads a Secret, which the podman runtime cannot pass; use --runtime sandbox")
     env = [
         {"name": e["name"], "value": unmark(map_manifest_text(e["value"], plan.ports.rewrite))}
         for e in container.get("env") or []

@@ -240,6 +240,19 @@ def _well_known_ports(containers: list[dict[str, Any]]) -> set[int]:
     return ports
 
 
+def _local_secret(ref: dict[str, Any], container: str, where: str) -> str:
+    """A Secret's key as this machine holds it: the environment variable of the key's name
+    (components/core/teacher_config.py), given to the one container that asks for it."""
+    key = str(ref.get("key") or "")
+    value = os.environ.get(key)
+    if not value:
+        raise ManifestError(
+            f"{where}: container {container!r} needs key {key!r} of Secret {ref.get('name')!r}; here it is read from "
+            f"the environment variable {key}: export it before running"
+        )
+    return value
+
+
 def _container_run(
     container: dict[str, Any],
     name: str,
@@ -261,10 +274,12 @@ def _container_run(
     argv = [command[0], *rest]
     env: dict[str, str] = {}
     for entry in container.get("env") or []:
-        # valueFrom (secrets, field refs) has no local source: the host's environment
-        # (credentials included) is inherited instead.
         if isinstance(entry.get("value"), str):
             env[entry["name"]] = unmark(map_manifest_text(local_text(entry["value"]), ports.rewrite))
+        elif (secret := (entry.get("valueFrom") or {}).get("secretKeyRef")) is not None:
+            env[entry["name"]] = _local_secret(secret, name, where)
+        # Other valueFrom (field refs) have no local source; the process runtime inherits the
+        # host's environment (credentials included), the sandbox only OPENFORGE_* of it.
     argv = unmark(argv)
     if argv[0] in programs:
         # The image's program is this project's CLI: run it with this interpreter and checkout.

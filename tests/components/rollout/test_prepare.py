@@ -130,3 +130,39 @@ def test_sampling_mode_stores_no_book(rollout_config, task_set: Path, tmp_path: 
     store = LocalStore(tmp_path / "store")
     prepare_iteration(config, 0, store)
     assert not store.exists(RunLayout(config.name).choices(0))
+
+
+def _recording(rollout_config, task_set: Path, error_rate: float):
+    from pipelines.evaluate import eval_config
+
+    config = _config(rollout_config, task_set, per_iteration=None, teacher={"kind": "reference", "error_rate": error_rate})
+    return eval_config(config, "base", eval_id="rec", recording=True)
+
+
+def test_a_reference_teacher_stores_each_tasks_reference_first_and_its_errors_after(
+    rollout_config, task_set: Path, tmp_path: Path
+) -> None:
+    from components.core.choices import load_choice_book
+
+    for name in ("alpha", "beta", "gamma", "delta"):
+        task_yaml = task_set / name / "task.yaml"
+        task_yaml.write_text(task_yaml.read_text() + 'reference:\n  - content: "yes"\n  - content: "bye"\n')
+    _offer_choices(task_set, "alpha")  # its first turn may also answer "no": the teacher's error
+    store = LocalStore(tmp_path / "store")
+
+    prepare_iteration(_recording(rollout_config, task_set, 0.25), 0, store)
+
+    (tmp_path / "book.json").write_bytes(store.get_bytes(RunLayout("rollout-test", "rec").choices(0)))
+    book = load_choice_book(tmp_path / "book.json")
+    assert book.error_rate == 0.25
+    turns = {t.task_id: [[c.content for c in turn] for turn in t.turns] for t in book.tasks}
+    assert turns == {"alpha": [["yes", "no"], ["bye"]], **{n: [["yes"], ["bye"]] for n in ("beta", "gamma", "delta")}}
+
+
+def test_a_reference_teacher_refuses_tasks_without_a_reference_naming_them(
+    rollout_config, task_set: Path, tmp_path: Path
+) -> None:
+    from components.rollout.prepare import NoChoicesError
+
+    with pytest.raises(NoChoicesError, match=r"tasks \['alpha', 'beta', 'delta', 'gamma'\] .* no `reference:` turns"):
+        prepare_iteration(_recording(rollout_config, task_set, 0.0), 0, LocalStore(tmp_path / "store"))

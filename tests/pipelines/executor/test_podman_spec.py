@@ -121,3 +121,27 @@ def test_installed_harnesses_are_mounted_where_the_rollout_step_looks(tmp_path: 
     main = spec["spec"]["containers"][0]
     assert {"name": "OPENFORGE_HARNESS_HOME", "value": str(home)} in main["env"]
     assert {"name": "openforge-harnesses", "mountPath": str(home), "readOnly": True} in main["volumeMounts"]
+
+
+def _with_teacher_key() -> dict:
+    key = {"name": "OPENFORGE_UPSTREAM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "keys", "key": "PODSPEC_TEACHER_KEY"}}}
+    proxy = {**TEMPLATE["sidecars"][0], "env": [key]}
+    return {**TEMPLATE, "sidecars": [proxy]}
+
+
+def test_a_secret_goes_to_the_container_that_asks_for_it_from_the_variable_of_its_keys_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.executor._templating import ManifestError
+
+    template = _with_teacher_key()
+    with pytest.raises(ManifestError, match="key 'PODSPEC_TEACHER_KEY' of Secret 'keys'.*export it"):
+        plan_pod(template, {}, tmp_path / "a", tmp_path, {}, "test")
+    monkeypatch.setenv("PODSPEC_TEACHER_KEY", "sk-local")
+    plan = plan_pod(template, {}, tmp_path / "b", tmp_path, {}, "test")
+    (proxy,) = plan.sidecars
+    assert proxy.env["OPENFORGE_UPSTREAM_API_KEY"] == "sk-local"
+    assert "OPENFORGE_UPSTREAM_API_KEY" not in plan.main.env and "sk-local" not in str(plan.main)
+    # podman would write it into a pod spec on disk: refused, naming the runtime that can.
+    with pytest.raises(ManifestError, match="use --runtime sandbox"):
+        pod_spec("openforge-test", plan, template, {}, PodmanOptions(image="local:1"))

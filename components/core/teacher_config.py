@@ -1,0 +1,90 @@
+"""The ``teacher:`` section of an experiment config: who answers when `openforge record` runs.
+
+Its own module, as ``sft:`` has: only the recording reads it. Two kinds of teacher:
+
+- ``reference``: the dev engine plays each task's ``reference`` turns (task.yaml), erring on a
+  turn with probability ``error_rate`` by playing one of that turn's other candidate turns
+  (``choices``), so the recordings hold failures too. It serves the student's own model, so
+  every record carries the student's token ids.
+- ``endpoint``: any OpenAI-compatible chat endpoint (a hosted model, vLLM on another
+  checkpoint) reached by the rollouts' proxy sidecars alone; recorded as text and tokenized
+  with the student's chat template when SFT reads it (docs/proxy.md, "Recording a teacher").
+
+The endpoint's key is never in the config: locally it is read from the environment variable
+``api_key_env`` names; on a cluster from the Kubernetes Secret ``secret``, under the key of
+that same name. Only the proxy sidecar is given it (docs/trainer.md, "Recording a teacher").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# What an environment variable's name and a Secret's key both accept: the key is the
+# variable's name, so one name works in both places.
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# The sandbox passes every OPENFORGE_* variable of the host to every container of a pod
+# (pipelines/executor/_isolation.py): a key under such a name would reach the harness.
+_PASSED_TO_EVERY_CONTAINER = "OPENFORGE_"
+
+
+class TeacherConfig(BaseModel):
+    """The teacher `openforge record` records through the real harness (docs/trainer.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["reference", "endpoint"] = Field(
+        description="`reference`: the dev engine plays the tasks' reference turns; `endpoint`: an "
+        "OpenAI-compatible chat endpoint answers."
+    )
+    error_rate: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="kind reference: chance that a turn plays another of its candidate turns instead of the "
+        "reference (a turn without other candidates is always played right).",
+    )
+    url: str | None = Field(None, description="kind endpoint: the endpoint's base URL (http(s)://HOST[:PORT][/v1]).")
+    model: str | None = Field(None, description="kind endpoint: the model name sent to it.")
+    api_key_env: str | None = Field(
+        None,
+        description="kind endpoint: the environment variable holding its API key locally, and the key of "
+        "`secret` holding it on a cluster; unset: no key is sent.",
+    )
+    secret: str = Field("openforge-teacher", description="kind endpoint, on a cluster: the Secret that holds the key.")
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"teacher.url {value!r} must start with http:// or https://")
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_name(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not _ENV_NAME.match(value):
+            raise ValueError(f"teacher.api_key_env {value!r} must be an environment variable's name (letters, digits, _)")
+        if value.startswith(_PASSED_TO_EVERY_CONTAINER):
+            raise ValueError(
+                f"teacher.api_key_env {value!r}: variables named {_PASSED_TO_EVERY_CONTAINER}* reach every container "
+                "of a sandboxed rollout, the harness included; name it otherwise (e.g. TEACHER_API_KEY)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _fields_of_its_kind(self) -> "TeacherConfig":
+        if self.kind == "endpoint":
+            if self.url is None or self.model is None:
+                raise ValueError("teacher.kind endpoint needs teacher.url and teacher.model")
+            if self.error_rate:
+                raise ValueError("teacher.error_rate applies to kind reference only; remove it")
+        else:
+            given = [name for name in ("url", "model", "api_key_env") if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"teacher.kind reference serves the tasks' reference turns: remove teacher.{given[0]}")
+        return self

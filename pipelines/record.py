@@ -1,0 +1,65 @@
+"""`openforge record CONFIG`: record a teacher through the real harness, for SFT.
+
+A recording is an evaluation (pipelines/evaluate.py: the iteration's DAG ending in report,
+no training) whose rollouts the config's ``teacher`` answers instead of the policy:
+
+- ``teacher.kind: reference``: the serve step runs the dev engine on the student's model
+  and plays each task's ``reference`` turns, erring at ``teacher.error_rate``; the records
+  carry the student's own token ids.
+- ``teacher.kind: endpoint``: no serve step; each rollout's proxy sidecar calls the
+  endpoint in teacher mode (``openforge proxy --teacher``) and records text, which SFT
+  tokenizes with the student's chat template. Its key reaches that sidecar alone.
+
+Every session is kept with its verifier verdict under ``<name>/evals/<id>/``; `openforge
+sft` then reads them (``sft.recordings: <name>``, ``sft.evaluation: <id>``; ``sft.keep:
+passed`` is the rejection sampling). Reusing ``--id`` resumes a recording.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from pipelines.evaluate import CONFIG_ARGUMENT, RUNTIME_OPTION, TASKS_OPTION, WARM_START_OPTION, exits_on_failure
+from pipelines.run import Runtime, warn_if_unsandboxed
+
+RECORD_ID_OPTION = typer.Option(None, "--id", help="Names <name>/evals/<id>/ (default: record-<time>); reuse to resume.")
+
+
+def record_command(
+    config: Path = CONFIG_ARGUMENT,
+    tasks: str | None = TASKS_OPTION,
+    samples: int | None = typer.Option(None, "--samples", min=1, help="Sessions per task (default: rollout.samples_per_task)."),
+    record_id: str | None = RECORD_ID_OPTION,
+    compile_only: bool = typer.Option(False, "--compile-only", help="Write the recording's Argo Workflow to OUT (default argo/) and stop."),
+    out: Path = typer.Option(Path("argo"), "--out", help="Where --compile-only writes the Workflow."),
+    warm_start: bool = WARM_START_OPTION,
+    runtime: Runtime = RUNTIME_OPTION,
+) -> None:
+    """Record the config's `teacher:` solving the tasks through the real harness, for `openforge sft`."""
+    from rich.console import Console
+
+    from components.core.config import ConfigError, load_config
+    from pipelines.evaluate import eval_config, evaluate_policy
+
+    try:
+        experiment = load_config(config)
+        if experiment.teacher is None:
+            raise ConfigError(f"{config}: `openforge record` needs a `teacher:` section (docs/trainer.md, \"Recording a teacher\")")
+        recording = eval_config(experiment, "base", tasks, samples, record_id, recording=True)
+    except ConfigError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    if compile_only:
+        from pipelines.compile import write_manifests
+
+        for path in write_manifests(recording, out):
+            typer.echo(f"wrote {path}")
+        return
+    console = Console()
+    warn_if_unsandboxed(console, runtime)
+    with exits_on_failure(console, recording):
+        evaluate_policy(recording, console, warm_start=warm_start, runtime=runtime)
+    record_id = recording.evaluation.id
+    console.print(f"Fine-tune on it: sft: {{recordings: {experiment.name}, evaluation: {record_id}}}", soft_wrap=True)

@@ -1,0 +1,39 @@
+"""The `teacher:` section: each kind takes its own fields, and the key's name keeps it out of the harness's reach."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from components.core.config import ExperimentConfig
+from components.core.teacher_config import TeacherConfig
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"kind": "endpoint", "url": "http://h:1/v1"}, "needs teacher.url and teacher.model"),
+        ({"kind": "endpoint", "url": "h:1", "model": "m"}, "must start with http:// or https://"),
+        ({"kind": "endpoint", "url": "http://h:1", "model": "m", "error_rate": 0.1}, "error_rate applies to kind reference only"),
+        ({"kind": "reference", "model": "m"}, "remove teacher.model"),
+        ({"kind": "endpoint", "url": "http://h:1", "model": "m", "api_key_env": "OPENFORGE_KEY"}, "reach every container"),
+        ({"kind": "endpoint", "url": "http://h:1", "model": "m", "api_key_env": "MY-KEY"}, "environment variable's name"),
+        ({"kind": "reference", "error_rate": 1.5}, "less than or equal to 1"),
+    ],
+)
+def test_a_teacher_takes_the_fields_of_its_kind(fields: dict, problem: str) -> None:
+    with pytest.raises(ValidationError, match=problem):
+        TeacherConfig.model_validate(fields)
+
+
+def test_a_recording_needs_a_teacher_and_a_reference_teacher_the_dev_engine() -> None:
+    raw = {"name": "r", "tasks": {"source": "x"}, "evaluation": {"id": "e", "checkpoint": "base", "recording": True}}
+    with pytest.raises(ValidationError, match="a recording needs a `teacher:` section"):
+        ExperimentConfig.model_validate(raw)
+    with pytest.raises(ValidationError, match="played by the dev engine"):
+        ExperimentConfig.model_validate({**raw, "teacher": {"kind": "reference"}, "engine": {"kind": "vllm"}})
+    recording = ExperimentConfig.model_validate({**raw, "teacher": {"kind": "reference"}})
+    assert recording.plays_reference and recording.serves_a_book
+    # Outside a recording the teacher answers nothing: a training config may carry it for `openforge record`.
+    training = ExperimentConfig.model_validate({**raw, "evaluation": None, "teacher": {"kind": "reference"}})
+    assert training.recording_teacher is None and not training.serves_a_book
