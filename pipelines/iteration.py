@@ -78,11 +78,13 @@ def template_name(config: ExperimentConfig) -> str:
 
 def config_yaml(config: ExperimentConfig) -> str:
     """The config as the YAML text every step receives: complete (defaults spelled out) and stable."""
-    # `evaluation` only in an evaluation's config, `sft` and `teacher` only
-    # where set: a training config's text (and manifest) stays as it was.
+    # `evaluation` only in an evaluation's config, `sft`, `teacher` and `algorithm.distillation`
+    # only where set: a training config's text (and manifest) stays as it was.
     unset: dict[str, Any] = {name: True for name in ("evaluation", "sft", "teacher") if getattr(config, name) is None}
     if config.evaluation is not None and not config.evaluation.recording:
         unset["evaluation"] = {"recording"}  # an evaluation's text as it was before recordings
+    if config.algorithm.distillation is None:
+        unset["algorithm"] = {"distillation"}
     dumped = config.model_dump(mode="json", exclude=unset or None)
     return yaml.safe_dump(dumped, sort_keys=False)
 

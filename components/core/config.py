@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from components.core.cluster_config import ClusterConfig
 from components.core.cluster_fit import cluster_fit_problem
+from components.core.distillation_config import DistillationConfig
 from components.core.sft_config import SftConfig
 from components.core.teacher_config import TeacherConfig
 from components.core.trainer_config import TrainerConfig
@@ -235,6 +236,12 @@ class AlgorithmConfig(_Section):
         "checkpoint it trains. 1: iteration k+1's rollouts run on checkpoint k while iteration k trains, so the "
         "engine does not idle during training; the update corrects with the recorded behaviour logprobs "
         "(trainer.rollout_correction) and every call keeps the policy version that sampled it.",
+    )
+    distillation: DistillationConfig | None = Field(
+        None,
+        description="On-policy distillation: a teacher sharing the policy's tokenizer scores each sampled token, and "
+        "its reverse-KL term joins (or replaces) the verifier reward's advantage (docs/trainer.md, 'On-policy "
+        "distillation'). Unset: off.",
     )
 
     def sampled_version(self, iteration: int) -> int:

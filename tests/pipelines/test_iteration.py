@@ -122,7 +122,7 @@ def test_config_parameter_holds_the_whole_config_as_yaml() -> None:
     doc = quickstart_manifest()
     text = next(p["value"] for p in doc["spec"]["arguments"]["parameters"] if p["name"] == "config")
     # `evaluation` appears only in an evaluation's config (pipelines/evaluate.py), the optional sections only where set.
-    unset = {"evaluation": True, "sft": True, "teacher": True}
+    unset = {"evaluation": True, "sft": True, "teacher": True, "algorithm": {"distillation"}}
     assert yaml.safe_load(text) == quickstart_config().model_dump(mode="json", exclude=unset)
     with_sft = quickstart_config().model_copy(update={"sft": SftConfig(recordings="teacher")})
     assert yaml.safe_load(config_yaml(with_sft))["sft"]["recordings"] == "teacher"
