@@ -50,4 +50,8 @@ def sft_command(config: Path = SFT_CONFIG_ARGUMENT) -> None:
         console.print("left out: " + ", ".join(f"{reason} {n}" for reason, n in sorted(report.left_out.items())))
     if done_before:
         console.print("already committed: nothing was redone (delete <name>/sft/ in the store to fine-tune again)")
-    console.print(f"Start RL from it: model.path: {sft_policy_path(store, RunLayout(experiment.name))}", soft_wrap=True)
+    console.print(
+        f"`openforge run` on this config starts RL from it; another config, with model.path: "
+        f"{sft_policy_path(store, RunLayout(experiment.name))}",
+        soft_wrap=True,
+    )

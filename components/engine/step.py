@@ -55,9 +55,25 @@ def prepare_policy(config: ExperimentConfig, iteration: int, store: ArtifactStor
     version = fetch_committed(store, layout, config.algorithm.sampled_version(iteration), dest)
     if version is not None:
         return version
-    initial_policy(config, dest)
+    if config.sft is not None:
+        _fine_tuned_policy(config, store, dest)
+    else:
+        initial_policy(config, dest)
     commit_checkpoint(store, layout, 0, dest)
     return 0
+
+
+def _fine_tuned_policy(config: ExperimentConfig, store: ArtifactStore, dest: Path) -> None:
+    """The cold start: a config with an `sft:` section begins RL where `openforge sft` left off."""
+    sft = RunLayout(config.name)
+    if not store.exists(sft.sft_marker()):
+        raise FileNotFoundError(
+            f"the config has an `sft:` section but {store.root}/{sft.sft_checkpoint()} is not committed: run "
+            "`openforge sft CONFIG` first, or remove `sft:` to start from the configured model"
+        )
+    get_dir(store, sft.sft_checkpoint(), dest)
+    (dest / Path(sft.sft_marker()).name).unlink(missing_ok=True)  # commit_checkpoint writes version 0's own, last
+    write_checkpoint_info(dest, {"policy_version": "0", "iteration": None, "source": f"{store.root}/{sft.sft_checkpoint()}"})
 
 
 def _evaluated_policy(config: ExperimentConfig, store: ArtifactStore, layout: RunLayout, dest: Path) -> int:
