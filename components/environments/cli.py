@@ -1,4 +1,4 @@
-"""``openforge tasks miniwob|webvoyager|mind2web|osworld``: write task folders of the offline suites.
+"""``openforge tasks miniwob|webvoyager|mind2web|osworld|shell-family``: write task folders of the offline suites.
 
 Also ``python -m components.environments tasks ...``. The benchmark loaders
 (components/environments/suites/) check every entry of the source before they write, and
@@ -48,6 +48,29 @@ def miniwob_command(
         written = write_miniwob_tasks(out, names, seeds or SUITE_SEEDS)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--tasks") from None
+    for folder in written:
+        typer.echo(folder)
+
+
+@tasks_app.command("shell-family")
+def shell_family_command(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the task folders into (created if missing).")],
+    count: Annotated[int, typer.Option(min=1, help="Tasks to write, the kinds in turn.")] = 20,
+    seed: Annotated[int, typer.Option(help="Draws the file names and contents.")] = 0,
+    prefix: Annotated[str, typer.Option(help="Task ids are <prefix>-NN-<kind>: give a held-out set its own.")] = "task",
+    held_out_of: Annotated[
+        Path | None, typer.Option(help="A training set these tasks must not overlap (same kind on the same file).")
+    ] = None,
+) -> None:
+    """Small shell tasks whose file names, contents and sizes differ, each with a reference solution."""
+    from components.environments.shell_family import check_no_overlap, write_shell_family
+
+    written = write_shell_family(out, count, seed, prefix)
+    if held_out_of is not None:
+        try:
+            check_no_overlap(held_out_of, out)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--seed") from None
     for folder in written:
         typer.echo(folder)
 

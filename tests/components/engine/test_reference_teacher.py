@@ -35,13 +35,13 @@ def teacher(make_dev_engine: Callable[..., EngineServer], tmp_path_factory: pyte
 def test_the_reference_is_played_unless_the_teacher_errs_at_its_rate(teacher: EngineServer) -> None:
     client = openai_client(teacher).with_options(api_key=KEY)
     drawn: Counter[str] = Counter()
-    for seed in range(60):
+    for seed in range(40):
         resp = client.chat.completions.create(
             model=teacher.model, messages=[{"role": "user", "content": PROMPT}], tools=[SHELL_TOOL], seed=seed
         )
         drawn[json.loads(resp.choices[0].message.tool_calls[0].function.arguments)["command"]] += 1
-    # The policy's own odds between two same-length commands are near even; the teacher's are 3:1.
-    assert set(drawn) == {RIGHT, WRONG} and 6 <= drawn[WRONG] <= 26, drawn
+    # The policy's own odds between two same-length commands are near even; the teacher's are 3:1 (10 of 40 expected).
+    assert set(drawn) == {RIGHT, WRONG} and 3 <= drawn[WRONG] <= 18, drawn
 
 
 def test_calls_without_the_key_are_refused_and_the_health_probe_is_not(teacher: EngineServer) -> None:
