@@ -30,29 +30,23 @@ import yaml
 from hera.workflows import (
     DAG,
     Container,
-    Env,
     Parameter,
     Resource,
-    S3Artifact,
-    SecretEnv,
     SecretEnvFrom,
     Task,
-    UserContainer,
     Workflow,
     WorkflowTemplate,
 )
 from hera.workflows import models as m
 
-from components.core.config import CONFIG_ENV, ExperimentConfig
-from components.core.storage import RunLayout, run_layout
-from components.core.teacher_config import TeacherConfig
-from components.proxy.cli import UPSTREAM_KEY_ENV
+from components.core.config import ExperimentConfig
+from components.core.storage import run_layout
 from pipelines import pod_specs
 from pipelines.ray_job import ray_job_template
-from pipelines.steps import STEPS, StepSpec
-from pipelines.steps._spec import ITERATION, Artifact, input_value
+from pipelines.rollout_pod import TEACHER_URL, TEACHER_URL_PARAMETER, endpoint_teacher, rollout_template
+from pipelines.steps import STEPS
+from pipelines.steps._spec import ITERATION, input_value
 from pipelines.steps.prepare import GENERATE_NEXT, NEXT, STOP_AT
-from pipelines.steps.rollout import PROXY_PORT, TRAJECTORY_DIR, WORK_DIR, WORK_VOLUME
 from pipelines.steps.serve import HEALTH_PATH
 from pipelines.steps.serve import PORT as SERVE_PORT
 
@@ -61,14 +55,8 @@ ENTRYPOINT = "iteration"
 EVAL_ITERATION = 0
 GENERATE = "generate"
 EXIT_HANDLER = "exit-handler"
-# Writable paths of the rollout containers, whose root file systems are read-only.
-HOME_DIR = "/home/openforge"
 
-CONFIG_TEXT = "{{workflow.parameters.config}}"
-SERVE_ADDRESS = "{{inputs.parameters.serve-address}}"
 _PREPARED = "{{tasks.prepare.outputs.parameters.%s}}"
-_TEACHER_URL_PARAMETER = "teacher-url"
-TEACHER_URL = "{{workflow.parameters.%s}}" % _TEACHER_URL_PARAMETER
 
 
 def template_name(config: ExperimentConfig) -> str:
@@ -89,10 +77,6 @@ def config_yaml(config: ExperimentConfig) -> str:
     return yaml.safe_dump(dumped, sort_keys=False)
 
 
-def _config_env() -> list[Env]:
-    return [Env(name=CONFIG_ENV, value=CONFIG_TEXT)]
-
-
 def _health_probe(port: int) -> m.Probe:
     return m.Probe(http_get=m.HTTPGetAction(path=HEALTH_PATH, port=port))
 
@@ -104,12 +88,6 @@ def _iteration_input() -> Parameter:
 def _stop_at_input() -> Parameter:
     # 0: no end (the CronWorkflow); a bounded run passes its length so nothing is sampled past it.
     return Parameter(name=STOP_AT, default="0")
-
-
-def _inputs(spec: StepSpec, layout: RunLayout) -> list[Any] | None:
-    """The template's inputs as the step's spec declares them: parameters, then artifacts."""
-    artifacts = [S3Artifact(name=a.name, path=a.path, key=a.key(layout)) for a in spec.artifacts_in]
-    return [*(Parameter(name=name) for name in spec.inputs), *artifacts] or None
 
 
 def _step_image(config: ExperimentConfig, step: str) -> str:
@@ -130,7 +108,7 @@ def _storage_step(config: ExperimentConfig, step: str, name: str = "", sized_as:
     cluster = config.cluster
     spec, name = STEPS[step], name or step
     settings: dict[str, Any] = {
-        "inputs": _inputs(spec, run_layout(config)),
+        "inputs": pod_specs.step_inputs(spec, run_layout(config)),
         "labels": pod_specs.step_labels(name),
         "retry_strategy": pod_specs.retry_any(),
         **pod_specs.placement(cluster, name),
@@ -143,7 +121,7 @@ def _storage_step(config: ExperimentConfig, step: str, name: str = "", sized_as:
         image=_step_image(config, name),
         image_pull_policy=cluster.image_pull_policy,
         command=spec.command(),
-        env=_config_env(),
+        env=pod_specs.config_env(),
         env_from=[SecretEnvFrom(name=cluster.storage_secret)],
         resources=pod_specs.resources(cluster, sized_as or name),
         security_context=pod_specs.container_security(read_only_root=False),
@@ -160,7 +138,7 @@ def _prepare_template(config: ExperimentConfig) -> Container:
         outputs=[Parameter(name=o.name, value_from=m.ValueFrom(path=spec.output_path(o.name))) for o in spec.outputs],
         # A volume, so the folder is a path of the pod (the local executor maps it into the sandbox).
         volume_mounts=[m.VolumeMount(name="prepare-out", mount_path=spec.output_dir)],
-        volumes=[_empty_dir("prepare-out")],
+        volumes=[pod_specs.empty_dir("prepare-out")],
     )
 
 
@@ -172,104 +150,6 @@ def _serve_template(config: ExperimentConfig) -> Container:
         daemon=True,
         ports=[m.ContainerPort(name="http", container_port=SERVE_PORT)],
         readiness_probe=_health_probe(SERVE_PORT),
-    )
-
-
-def _empty_dir(name: str) -> m.Volume:
-    return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource())
-
-
-def _endpoint_teacher(config: ExperimentConfig) -> TeacherConfig | None:
-    """A recording's endpoint teacher: the rollouts' proxies call it, and no serve step runs."""
-    teacher = config.recording_teacher
-    return teacher if teacher is not None and teacher.kind == "endpoint" else None
-
-
-def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
-    """The recording proxy: reaches the serve step, or a recording's endpoint teacher, and
-    writes calls to the shared volume. Its one secret is that teacher's key, from a Secret,
-    given to this container alone."""
-    teacher = _endpoint_teacher(config)
-    env: list[Env | SecretEnv] = [*_config_env()]
-    if teacher is None:
-        upstream, mode = f"http://{SERVE_ADDRESS}", [
-            "--training",
-            # Per iteration: a rollout id recurs every iteration and must not redraw the same numbers.
-            *(["--sampling-seed", f"{config.seed}/{ITERATION}"] if config.rollout.seeded_sampling else []),
-        ]
-    else:
-        # The URL comes in as the rollout's serve-address, from a workflow parameter: data, which
-        # the local executor never takes for one of the pod's own ports (a teacher on this
-        # machine's loopback), and which a rerun from the Argo UI may point elsewhere.
-        upstream, mode = SERVE_ADDRESS, ["--teacher", "--served-model", teacher.model]
-        if teacher.api_key_env is not None:
-            env.append(SecretEnv(name=UPSTREAM_KEY_ENV, secret_name=teacher.secret, secret_key=teacher.api_key_env))
-    return UserContainer(
-        name="proxy",
-        image=config.cluster.proxy_image,
-        image_pull_policy=config.cluster.image_pull_policy,
-        command=[
-            "openforge", "proxy", "--upstream", upstream, "--out", TRAJECTORY_DIR, "--port", str(PROXY_PORT),
-            *mode, *_parser_flags(config),
-        ],  # fmt: skip
-        env=env,
-        ports=[m.ContainerPort(name="proxy", container_port=PROXY_PORT)],
-        volume_mounts=[m.VolumeMount(name=WORK_VOLUME, mount_path=WORK_DIR), m.VolumeMount(name="proxy-tmp", mount_path="/tmp")],
-        resources=pod_specs.resources(config.cluster, "proxy").build(),
-        security_context=pod_specs.container_security(read_only_root=True),
-    )
-
-
-def _parser_flags(config: ExperimentConfig) -> list[str]:
-    """The engine's answer formats, so the proxy's token path reads answers as the engine does."""
-    vllm = config.engine.vllm
-    flags = ["--tool-call-parser", vllm.tool_call_parser or "none"]
-    return flags + (["--reasoning-parser", vllm.reasoning_parser] if vllm.reasoning_parser else [])
-
-
-def _raw_s3(artifact: Artifact, layout: RunLayout) -> S3Artifact:
-    # Key-only artifacts: bucket, endpoint and credentials come from the artifact repository,
-    # so the pod itself never holds them. `archive: none` keeps the object a plain file.
-    optional = {"optional": True} if artifact.optional else {}
-    return S3Artifact(
-        name=artifact.name,
-        path=artifact.path,
-        key=artifact.key(layout),
-        archive=m.ArchiveStrategy(none=m.NoneStrategy()),
-        **optional,
-    )
-
-
-def _rollout_template(config: ExperimentConfig) -> Container:
-    """One pod per rollout: harness + runner in the main container, the recording proxy as a sidecar.
-
-    Holds no storage, model or Kubernetes credentials: the task comes in and the outcome
-    and trajectory (with its images) go out as artifacts, which Argo's own init and wait containers (or the
-    local executor) move; the service-account token goes to those containers only.
-    """
-    cluster = config.cluster
-    spec, layout = STEPS["rollout"], run_layout(config)
-    mounts = {WORK_VOLUME: WORK_DIR, "tmp": "/tmp", "home": HOME_DIR}
-    return Container(
-        name="rollout",
-        image=cluster.harness_image(config.harness.name),
-        image_pull_policy=cluster.image_pull_policy,
-        command=spec.command(),
-        env=_config_env(),
-        inputs=_inputs(spec, layout),
-        outputs=[_raw_s3(a, layout) for a in spec.artifacts_out],
-        volume_mounts=[m.VolumeMount(name=name, mount_path=path) for name, path in mounts.items()],
-        volumes=[_empty_dir(name) for name in (*mounts, "proxy-tmp")],
-        sidecars=[_proxy_sidecar(config)],
-        resources=pod_specs.resources(cluster, "rollout"),
-        security_context=pod_specs.container_security(read_only_root=True),
-        # The whole pod's life, start-up included (computed per task by prepare).
-        active_deadline_seconds="{{inputs.parameters.deadline}}",
-        automount_service_account_token=False,
-        executor=m.ExecutorConfig(service_account_name=cluster.service_account),
-        labels=pod_specs.step_labels("rollout"),
-        retry_strategy=pod_specs.retry_infrastructure(),
-        **pod_specs.placement(cluster, "rollout"),
     )
 
 
@@ -327,7 +207,7 @@ def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
 def _serve_tasks(config: ExperimentConfig) -> list[str]:
     """The generate DAG's serve tasks: ``serve``, or ``serve-0`` .. ``serve-<N-1>`` for engine replicas;
     none where an endpoint teacher answers."""
-    if _endpoint_teacher(config) is not None:
+    if endpoint_teacher(config) is not None:
         return []
     replicas = config.engine.replicas
     return ["serve"] if replicas == 1 else [f"serve-{index}" for index in range(replicas)]
@@ -344,7 +224,7 @@ def _generate_dag(config: ExperimentConfig) -> DAG:
         # Replicas: one pair each, comma-separated; the proxy pins each session to one of them.
         "serve-address": ",".join(f"{{{{tasks.{name}.ip}}}}:{SERVE_PORT}" for name in serves),
     }
-    teacher = _endpoint_teacher(config)
+    teacher = endpoint_teacher(config)
     if teacher is not None:
         rollout_args["serve-address"] = TEACHER_URL
     tasks = [
@@ -384,7 +264,7 @@ def iteration_templates(config: ExperimentConfig) -> list[Any]:
     steps = [
         _prepare_template(config),
         *([_serve_template(config)] if _serve_tasks(config) else []),
-        _rollout_template(config),
+        rollout_template(config),
         *(_final_step(config, step) for step in ("score", *_final_steps(evaluation))),
     ]
     if not evaluation:
@@ -446,10 +326,10 @@ def build_iteration_template(config: ExperimentConfig) -> WorkflowTemplate:
 
 
 def _teacher_parameter(config: ExperimentConfig) -> list[Parameter]:
-    teacher = _endpoint_teacher(config)
+    teacher = endpoint_teacher(config)
     if teacher is None:
         return []
-    return [Parameter(name=_TEACHER_URL_PARAMETER, value=teacher.url, description="The teacher endpoint the proxies call.")]
+    return [Parameter(name=TEACHER_URL_PARAMETER, value=teacher.url, description="The teacher endpoint the proxies call.")]
 
 
 def build_eval_workflow(config: ExperimentConfig) -> Workflow:

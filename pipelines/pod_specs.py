@@ -10,16 +10,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from hera.workflows import Resources, RetryStrategy
+from hera.workflows import Env, Parameter, Resources, RetryStrategy, S3Artifact
 from hera.workflows import models as m
 
 from components.core.cluster_config import ClusterConfig, Placement
+from components.core.config import CONFIG_ENV
+from components.core.storage import RunLayout
+from pipelines.steps import StepSpec
 
 GPU_STEPS = ("serve", "train")
 # Labels the cluster's NetworkPolicies select on (argo/cluster/network-policies.yaml).
 STEP_LABEL = "openforge.dev/step"
 EXPERIMENT_LABEL = "openforge.dev/experiment"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
+CONFIG_TEXT = "{{workflow.parameters.config}}"
 
 # Failure kinds (docs/operations.md): Argo calls a pod that the system around it broke
 # (deleted, evicted, node lost, artifact transfer failed) an *Error*, and a main container
@@ -97,3 +101,18 @@ def container_security(read_only_root: bool) -> m.SecurityContext:
 
 def step_labels(step: str) -> dict[str, str]:
     return {STEP_LABEL: step}
+
+
+def config_env() -> list[Env]:
+    """Every container's config: the workflow's `config` parameter, as the steps read it."""
+    return [Env(name=CONFIG_ENV, value=CONFIG_TEXT)]
+
+
+def step_inputs(spec: StepSpec, layout: RunLayout) -> list[Any] | None:
+    """The template's inputs as the step's spec declares them: parameters, then artifacts."""
+    artifacts = [S3Artifact(name=a.name, path=a.path, key=a.key(layout)) for a in spec.artifacts_in]
+    return [*(Parameter(name=name) for name in spec.inputs), *artifacts] or None
+
+
+def empty_dir(name: str) -> m.Volume:
+    return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource())
