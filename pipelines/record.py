@@ -18,11 +18,15 @@ passed`` is the rejection sampling). Reusing ``--id`` resumes a recording.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from pipelines.evaluate import CONFIG_ARGUMENT, RUNTIME_OPTION, TASKS_OPTION, WARM_START_OPTION, exits_on_failure
 from pipelines.run import Runtime, warn_if_unsandboxed
+
+if TYPE_CHECKING:
+    from components.core.config import ExperimentConfig
 
 RECORD_ID_OPTION = typer.Option(None, "--id", help="Names <name>/evals/<id>/ (default: record-<time>); reuse to resume.")
 
@@ -61,5 +65,22 @@ def record_command(
     warn_if_unsandboxed(console, runtime)
     with exits_on_failure(console, recording):
         evaluate_policy(recording, console, warm_start=warm_start, runtime=runtime)
+    sessions, tokens = teacher_tokens(recording)
+    console.print(f"The teacher's tokens over {sessions} sessions: {tokens['prompt']:,} prompt, {tokens['completion']:,} completion")
     record_id = recording.evaluation.id
     console.print(f"Fine-tune on it: sft: {{recordings: {experiment.name}, evaluation: {record_id}}}", soft_wrap=True)
+
+
+def teacher_tokens(recording: ExperimentConfig) -> tuple[int, dict[str, int]]:
+    """(sessions, tokens the teacher billed): each outcome keeps its own in ``extra["model_tokens"]``."""
+    from components.core.outcome import Outcome
+    from components.core.storage import open_store, run_layout
+
+    store, layout = open_store(recording.storage.uri, recording.storage.endpoint_url), run_layout(recording)
+    totals, sessions = {"prompt": 0, "completion": 0}, 0
+    for key in store.list(layout.outcomes(0)):
+        spent = Outcome.model_validate_json(store.get_bytes(key)).extra.get("model_tokens") or {}
+        sessions += 1
+        for name in totals:
+            totals[name] += int(spent.get(name, 0))
+    return sessions, totals

@@ -246,6 +246,21 @@ def attempt_of(call: RecordedCall) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def model_tokens(calls: Sequence[RecordedCall]) -> dict[str, int]:
+    """The tokens the model billed for these calls, by the usage each answer reports
+    (chat: prompt/completion_tokens; Messages and Responses: input/output_tokens): what a
+    teacher session cost. Calls whose answer reports no usage count nothing."""
+    totals = {"prompt": 0, "completion": 0}
+    for call in calls:
+        usage = (call.response or {}).get("usage")
+        if not isinstance(usage, dict):
+            continue
+        for name, keys in (("prompt", ("prompt_tokens", "input_tokens")), ("completion", ("completion_tokens", "output_tokens"))):
+            value = next((usage[k] for k in keys if isinstance(usage.get(k), int)), 0)
+            totals[name] += value
+    return totals
+
+
 def latest_attempt(calls: Sequence[RecordedCall], attempt: int | None = None) -> list[RecordedCall]:
     """The calls of one attempt of a rollout: ``attempt``, else the latest one recorded.
 

@@ -26,7 +26,7 @@ from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.rollout_identity import OUTCOME_FILE, parse_rollout_id, session_route, trajectory_file
 from components.core.services import ServiceError, wait_healthy
-from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
+from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, model_tokens, read_session
 from components.environments import DesktopEnvironment, EnvironmentSetupError
 from components.rollout._attempt_dir import attempt_dir
 from components.rollout._confine import confined, confinement_problem
@@ -371,7 +371,9 @@ class _Rollout:
                 self.record.notes.append(f"no trajectory file at {self.trajectory} (no model call recorded)")
             return
         # Earlier attempts stay in the file, but the outcome speaks for the judged one.
-        self.record.num_calls = len(latest_attempt(calls, attempt))
+        judged = latest_attempt(calls, attempt)
+        self.record.num_calls = len(judged)
+        self.record.extra["model_tokens"] = model_tokens(judged)  # a recorded teacher's cost, by its own count
         if attempt:
             self.record.extra["calls_all_attempts"] = len(calls)
 

@@ -23,6 +23,7 @@ from components.core.storage import RunLayout, open_store, run_layout
 from components.core.trajectory import read_session
 from pipelines.compile import compile_config
 from pipelines.evaluate import eval_config, evaluate_policy
+from pipelines.record import teacher_tokens
 from tests._servers import start_dev_engine
 
 PROMPT = "Create a file named out.txt containing exactly: hello"
@@ -133,6 +134,9 @@ def test_an_endpoint_teacher_is_recorded_as_text_and_sft_makes_its_command_likel
     local.write_bytes(store.get_bytes(layout.trajectory(0, "write-hello-s0")))
     calls = read_session(local)
     assert calls and all(c.text_only and not c.completion_token_ids for c in calls)
+    # Each session keeps what the teacher billed for it.
+    sessions, tokens = teacher_tokens(recording)
+    assert sessions == 1 and tokens["prompt"] > 0 and tokens["completion"] >= len(SOLUTION) // 4
     # The key reached the teacher (it answered) and nothing that was written down.
     for folder in (tmp_path / "store", tmp_path / ".openforge"):
         for path in folder.rglob("*"):

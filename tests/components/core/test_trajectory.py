@@ -115,3 +115,14 @@ def test_fields_of_a_newer_minor_version_are_skipped_but_typos_are_not(tmp_path:
     assert call.ok
     with pytest.raises(TrajectoryError, match="added_later"):
         read_session(_write(tmp_path / "b.jsonl", [_record(0, added_later=1)]))
+
+
+def test_model_tokens_sum_the_usage_each_answer_reports_in_any_api() -> None:
+    from components.core.trajectory import model_tokens
+
+    calls = [
+        RecordedCall.model_validate(_record(0, response={"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 7}})),
+        RecordedCall.model_validate(_record(1, response={"content": [], "usage": {"input_tokens": 50, "output_tokens": 3}})),
+        RecordedCall.model_validate(_record(2)),  # an answer without usage counts nothing
+    ]
+    assert model_tokens(calls) == {"prompt": 150, "completion": 10}
