@@ -89,10 +89,11 @@ def compile_command(
     for path in write_manifests(config, out):
         typer.echo(f"wrote {path}")
     if check:
-        _check_or_exit(compile_config(config), schema)
+        check_or_exit(compile_config(config), schema)
 
 
-def _check_or_exit(docs: list[dict[str, Any]], schema: Path | None) -> None:
+def check_or_exit(docs: list[dict[str, Any]], schema: Path | None = None) -> None:
+    """Validate compiled manifests (strict Argo schema, Hera round trip, lint); exit 1 naming each problem."""
     from pipelines.validate import SchemaUnavailable, check_manifests, default_schema_path
 
     try:

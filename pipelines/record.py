@@ -37,6 +37,7 @@ def record_command(
     samples: int | None = typer.Option(None, "--samples", min=1, help="Sessions per task (default: rollout.samples_per_task)."),
     record_id: str | None = RECORD_ID_OPTION,
     compile_only: bool = typer.Option(False, "--compile-only", help="Write the recording's Argo Workflow to OUT (default argo/) and stop."),
+    check: bool = typer.Option(False, "--check", help="With --compile-only: validate it as `openforge compile --check` does."),
     out: Path = typer.Option(Path("argo"), "--out", help="Where --compile-only writes the Workflow."),
     warm_start: bool = WARM_START_OPTION,
     runtime: Runtime = RUNTIME_OPTION,
@@ -56,10 +57,12 @@ def record_command(
         typer.echo(str(exc), err=True)
         raise typer.Exit(2) from None
     if compile_only:
-        from pipelines.compile import write_manifests
+        from pipelines.compile import check_or_exit, compile_config, write_manifests
 
         for path in write_manifests(recording, out):
             typer.echo(f"wrote {path}")
+        if check:
+            check_or_exit(compile_config(recording))
         return
     console = Console()
     warn_if_unsandboxed(console, runtime)

@@ -80,6 +80,10 @@ def test_record_refuses_a_config_without_a_teacher_and_compiles_what_it_runs(tmp
     assert result.exit_code == 2 and "needs a `teacher:` section" in result.output
 
     endpoint = {"kind": "endpoint", "url": "http://10.0.0.9:8000/v1", "model": "big", "api_key_env": "TEACHER_KEY", "secret": "keys"}
+    path.write_text(yaml.safe_dump({**bare, "teacher": endpoint}))
+    compiled = CliRunner().invoke(app, ["record", str(path), "--compile-only", "--check", "--out", str(tmp_path / "argo"), "--id", "r1"])
+    assert compiled.exit_code == 0 and "no problems" in compiled.output, compiled.output
+    assert "TEACHER_KEY" in (tmp_path / "argo" / "recorded" / "eval-workflow.yaml").read_text()  # the key's name, never its value
     for teacher in ({"kind": "reference", "error_rate": 0.2}, endpoint):
         recording = eval_config(_config(tmp_path / teacher["kind"], "sqlite:///unused.db", teacher), "base", eval_id="r", recording=True)
         (workflow,) = compile_config(recording)
