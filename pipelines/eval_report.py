@@ -51,8 +51,8 @@ def write_report(config: ExperimentConfig, iteration: int, store: ArtifactStore)
         raise ReportError("the report step summarizes an evaluation: run it from `openforge eval`, not a training config")
     layout = run_layout(config)
     scored = _read(store, layout.rewards(iteration), "score")
-    teacher = config.recording_teacher
-    if teacher is not None and teacher.kind == "endpoint":  # no serve step: the teacher answered
+    teacher = config.endpoint_teacher
+    if teacher is not None:  # no serve step: the teacher answered
         served = {"requested": "teacher", "version": 0, "source": f"{teacher.model} at {teacher.url}"}
     else:
         served = _read(store, layout.evaluated_checkpoint(), "serve")

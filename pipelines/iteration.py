@@ -43,7 +43,7 @@ from components.core.config import ExperimentConfig
 from components.core.storage import run_layout
 from pipelines import pod_specs
 from pipelines.ray_job import ray_job_template
-from pipelines.rollout_pod import TEACHER_URL, TEACHER_URL_PARAMETER, endpoint_teacher, rollout_template
+from pipelines.rollout_pod import TEACHER_URL, TEACHER_URL_PARAMETER, rollout_template
 from pipelines.steps import STEPS
 from pipelines.steps._spec import ITERATION, input_value
 from pipelines.steps.prepare import GENERATE_NEXT, NEXT, STOP_AT
@@ -207,7 +207,7 @@ def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
 def _serve_tasks(config: ExperimentConfig) -> list[str]:
     """The generate DAG's serve tasks: ``serve``, or ``serve-0`` .. ``serve-<N-1>`` for engine replicas;
     none where an endpoint teacher answers."""
-    if endpoint_teacher(config) is not None:
+    if config.endpoint_teacher is not None:
         return []
     replicas = config.engine.replicas
     return ["serve"] if replicas == 1 else [f"serve-{index}" for index in range(replicas)]
@@ -224,7 +224,7 @@ def _generate_dag(config: ExperimentConfig) -> DAG:
         # Replicas: one pair each, comma-separated; the proxy pins each session to one of them.
         "serve-address": ",".join(f"{{{{tasks.{name}.ip}}}}:{SERVE_PORT}" for name in serves),
     }
-    teacher = endpoint_teacher(config)
+    teacher = config.endpoint_teacher
     if teacher is not None:
         rollout_args["serve-address"] = TEACHER_URL
     tasks = [
@@ -326,7 +326,7 @@ def build_iteration_template(config: ExperimentConfig) -> WorkflowTemplate:
 
 
 def _teacher_parameter(config: ExperimentConfig) -> list[Parameter]:
-    teacher = endpoint_teacher(config)
+    teacher = config.endpoint_teacher
     if teacher is None:
         return []
     return [Parameter(name=TEACHER_URL_PARAMETER, value=teacher.url, description="The teacher endpoint the proxies call.")]

@@ -9,7 +9,6 @@ from hera.workflows import models as m
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, run_layout
-from components.core.teacher_config import TeacherConfig
 from components.proxy.cli import UPSTREAM_KEY_ENV
 from pipelines import pod_specs
 from pipelines.steps import STEPS
@@ -23,17 +22,11 @@ TEACHER_URL = "{{workflow.parameters.%s}}" % TEACHER_URL_PARAMETER
 HOME_DIR = "/home/openforge"
 
 
-def endpoint_teacher(config: ExperimentConfig) -> TeacherConfig | None:
-    """A recording's endpoint teacher: the rollouts' proxies call it, and no serve step runs."""
-    teacher = config.recording_teacher
-    return teacher if teacher is not None and teacher.kind == "endpoint" else None
-
-
 def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
     """The recording proxy: reaches the serve step, or a recording's endpoint teacher, and
     writes calls to the shared volume. Its one secret is that teacher's key, from a Secret,
     given to this container alone."""
-    teacher = endpoint_teacher(config)
+    teacher = config.endpoint_teacher
     env: list[Env | SecretEnv] = [*pod_specs.config_env()]
     if teacher is None:
         upstream, mode = f"http://{SERVE_ADDRESS}", [

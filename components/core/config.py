@@ -330,6 +330,12 @@ class ExperimentConfig(_Section):
         return self.recording_teacher is not None and self.recording_teacher.kind == "reference"
 
     @property
+    def endpoint_teacher(self) -> TeacherConfig | None:
+        """A recording's endpoint teacher: the rollouts' proxies call it, and no serve step runs."""
+        teacher = self.recording_teacher
+        return teacher if teacher is not None and teacher.kind == "endpoint" else None
+
+    @property
     def serves_a_book(self) -> bool:
         """The dev engine plays a book the prepare step writes: choice mode, or a reference teacher."""
         return self.engine.dev_mode == "choice" or self.plays_reference
