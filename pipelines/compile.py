@@ -30,7 +30,12 @@ def compile_config(config: ExperimentConfig) -> list[dict[str, Any]]:
         objects = [build_eval_workflow(config)]
     else:
         objects = [build_iteration_template(config), build_cron_workflow(config), build_bounded_workflow(config)]
-    return [_name_first(o.build().model_dump(by_alias=True, exclude_none=True, mode="json")) for o in objects]
+    return [manifest_dict(o) for o in objects]
+
+
+def manifest_dict(workflow: Any) -> dict[str, Any]:
+    """A Hera workflow object as the manifest dict every compiled document is (stable field order)."""
+    return _name_first(workflow.build().model_dump(by_alias=True, exclude_none=True, mode="json"))
 
 
 def manifest_of_kind(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:

@@ -147,8 +147,9 @@ def eval_table(summary: EvalSummary) -> Table:
 
 
 @contextmanager
-def exits_on_failure(console: Console, evaluation: ExperimentConfig) -> Iterator[None]:
-    """A failed or stopped evaluation as the command's exit: the error in red, or how to resume."""
+def exits_on_failure(console: Console, config: ExperimentConfig) -> Iterator[None]:
+    """A failed or stopped local workflow as the command's exit: the error in red, or how to resume
+    (an evaluation resumes by its id; SFT by running again, which keeps what it committed)."""
     from pipelines.executor import ManifestError, WorkflowFailed
 
     try:
@@ -157,7 +158,8 @@ def exits_on_failure(console: Console, evaluation: ExperimentConfig) -> Iterator
         console.print(str(exc), style="red", markup=False, highlight=False)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        console.print(f"[yellow]Stopped. Resume with --id {evaluation.evaluation.id}.[/yellow]")
+        resume = f"Resume with --id {config.evaluation.id}" if config.evaluation is not None else "Run it again to resume"
+        console.print(f"[yellow]Stopped. {resume}.[/yellow]")
         raise typer.Exit(130) from None
 
 

@@ -94,12 +94,12 @@ def _step_image(config: ExperimentConfig, step: str) -> str:
     cluster = config.cluster
     if step == "serve":
         return cluster.engine_image
-    if step == "train":
+    if step in ("train", "sft"):
         return cluster.train_image(config.trainer.backend)
     return cluster.image
 
 
-def _storage_step(config: ExperimentConfig, step: str, name: str = "", sized_as: str = "", **template: Any) -> Container:
+def storage_step(config: ExperimentConfig, step: str, name: str = "", sized_as: str = "", **template: Any) -> Container:
     """A step that reads and writes the store itself (everything but the rollout pod).
 
     ``name`` is the template's name where it is not the step's (the exit handler); the
@@ -132,7 +132,7 @@ def _storage_step(config: ExperimentConfig, step: str, name: str = "", sized_as:
 def _prepare_template(config: ExperimentConfig) -> Container:
     """Resolves the iteration against the run's state, freezes its tasks, lists the rollouts left."""
     spec = STEPS["prepare"]
-    return _storage_step(
+    return storage_step(
         config,
         "prepare",
         outputs=[Parameter(name=o.name, value_from=m.ValueFrom(path=spec.output_path(o.name))) for o in spec.outputs],
@@ -144,7 +144,7 @@ def _prepare_template(config: ExperimentConfig) -> Container:
 
 def _serve_template(config: ExperimentConfig) -> Container:
     """The inference engine on this iteration's checkpoint; a daemon, so the DAG moves on once ready."""
-    return _storage_step(
+    return storage_step(
         config,
         "serve",
         daemon=True,
@@ -155,7 +155,7 @@ def _serve_template(config: ExperimentConfig) -> Container:
 
 def _exit_handler(config: ExperimentConfig) -> Container:
     """Runs after every workflow run, however it ended: records the ending in MLflow."""
-    return _storage_step(config, "record-status", name=EXIT_HANDLER, sized_as="commit")
+    return storage_step(config, "record-status", name=EXIT_HANDLER, sized_as="commit")
 
 
 def _final_steps(evaluation: bool) -> tuple[str, ...]:
@@ -251,7 +251,7 @@ def _final_step(config: ExperimentConfig, step: str) -> Container | Resource:
     if step == "train" and config.trainer.nnodes > 1:
         return ray_job_template(config)  # a Ray cluster of nnodes pods, not one pod
     # The report step is sized like commit: both read small files and talk to MLflow.
-    return _storage_step(config, step, sized_as="commit" if step == "report" else "")
+    return storage_step(config, step, sized_as="commit" if step == "report" else "")
 
 
 def iteration_templates(config: ExperimentConfig) -> list[Any]:

@@ -107,16 +107,17 @@ def local_executor(
     programs: Mapping[str, list[str]] | None,
     warm_start: bool,
     runtime: Runtime,
+    needs_harness: bool = True,
 ) -> Iterator[Callable[[Callable[[str], str | None]], ExecutorOptions]]:
-    """What every local workflow of this config shares (a run's iterations, an evaluation).
+    """What every local workflow of this config shares (a run's iterations, an evaluation, SFT).
 
-    Checks the harness and podman before any step starts, starts the warm-start server
+    Checks the harness (where the workflow runs rollouts) and podman before any step starts, starts the warm-start server
     for the duration, and yields a function making the executor's options from a resume rule.
     """
     from pipelines.executor import ExecutorOptions, podman_problem, sandbox_problem
     from pipelines.warm_start import openforge_warm_starts
 
-    if programs is None:  # this checkout's steps will run the harness on this machine
+    if programs is None and needs_harness:  # this checkout's steps will run the harness on this machine
         _require_harness(config)
     podman, sandbox = None, None
     if runtime == "sandbox":

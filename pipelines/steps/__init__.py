@@ -2,16 +2,17 @@
 
 Each module declares its step's ``SPEC`` (pipelines/steps/_spec.py) and its body. Read
 one iteration in order: prepare, serve, rollout, score, train, commit (an evaluation:
-report instead of train and commit), and record-status when the workflow ends.
+report instead of train and commit), and record-status when the workflow ends. sft is
+the one step of `openforge sft`'s own workflow (pipelines/sft_workflow.py).
 """
 
 from __future__ import annotations
 
-from pipelines.steps import commit, prepare, record_status, report, rollout, score, serve, train
+from pipelines.steps import commit, prepare, record_status, report, rollout, score, serve, sft, train
 from pipelines.steps._spec import StepSpec
 
 STEPS: dict[str, StepSpec] = {
-    module.SPEC.name: module.SPEC for module in (prepare, serve, rollout, score, train, commit, report, record_status)
+    module.SPEC.name: module.SPEC for module in (prepare, serve, rollout, score, train, commit, report, record_status, sft)
 }
 
 __all__ = ["STEPS", "StepSpec"]

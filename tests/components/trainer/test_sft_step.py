@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
+from components.core.tracking import ExperimentTracker
 from components.core.trajectory import read_session
 from components.trainer.sft import SftError
 from components.trainer.sft_step import recorded_sessions, sft_from_store, sft_policy_path
@@ -48,7 +49,7 @@ def _log_p(model_dir: str | Path, prompt: list[int], completion: list[int]) -> f
 
 
 def test_sft_learns_the_passed_sessions_and_commits_a_policy_a_run_can_start_from(
-    recordings: str, tmp_path: Path
+    recordings: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from components.core.outcome import Outcome
     from components.engine.tiny_model import init_tiny_model
@@ -63,14 +64,20 @@ def test_sft_learns_the_passed_sessions_and_commits_a_policy_a_run_can_start_fro
     sessions, left_out = recorded_sessions(config, store)
     assert {key.split("/", 1)[1] for key in sessions} == passed and left_out["not passed"] == len(outcomes) - len(passed)
 
+    monkeypatch.chdir(tmp_path)  # the executor's folders go under ./.openforge
     result = CliRunner().invoke(app, ["sft", str(_write(config, tmp_path))])
     assert result.exit_code == 0, result.output
+    # The SFT WorkflowTemplate ran through the local executor: its one step's log says what it kept.
+    step_log = (tmp_path / ".openforge" / "executor" / "cold" / "sft" / "logs" / "cold-sft" / "main.log").read_text()
+    assert "kept epoch" in step_log, step_log
     layout = RunLayout("cold")
     path = sft_policy_path(store, layout)
     assert f"model.path: {path}" in result.output.replace("\n", "")
     assert store.exists(layout.sft_marker())
     report = json.loads(store.get_bytes(layout.sft_report()))
     assert report["sessions"] == len(passed) and 1 <= report["chosen_epoch"] <= 2
+    logged = ExperimentTracker(config.tracking, "cold-sft", experiment="cold").logged()
+    assert sorted(logged) == [1, 2] and {"sft/loss", "sft/token_accuracy", "sft/val_loss"} <= set(logged[1])
 
     # The policy it committed writes the passed sessions' turns more likely than the model it started from.
     base = init_tiny_model(tmp_path / "base", seed=5)
@@ -82,6 +89,24 @@ def test_sft_learns_the_passed_sessions_and_commits_a_policy_a_run_can_start_fro
 
     again = CliRunner().invoke(app, ["sft", str(_write(config, tmp_path))])
     assert again.exit_code == 0 and "nothing was redone" in again.output
+
+
+def test_the_sft_workflow_compiles_to_a_template_that_passes_the_check(tmp_path: Path) -> None:
+    import yaml
+
+    from pipelines.cli import app
+
+    config = _config(f"file://{tmp_path / 'store'}", "sqlite:///unused.db")
+    result = CliRunner().invoke(app, ["sft", str(_write(config, tmp_path)), "--compile-only", "--check", "--out", str(tmp_path / "argo")])
+
+    assert result.exit_code == 0, result.output
+    doc = yaml.safe_load((tmp_path / "argo" / "cold" / "sft-template.yaml").read_text())
+    assert doc["kind"] == "WorkflowTemplate" and doc["metadata"]["name"] == "cold-sft"
+    (step,) = doc["spec"]["templates"]
+    assert step["container"]["command"] == ["openforge", "step", "sft"]
+    bare = config.model_copy(update={"sft": None})
+    refused = CliRunner().invoke(app, ["sft", str(_write(bare, tmp_path)), "--compile-only"])
+    assert refused.exit_code == 2 and "needs an `sft:` section" in refused.output
 
 
 def test_recordings_that_hold_nothing_to_learn_are_refused_naming_what_was_found(

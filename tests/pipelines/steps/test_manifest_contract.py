@@ -16,6 +16,7 @@ import typer
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout
 from pipelines.iteration import EXIT_HANDLER, build_eval_workflow, build_iteration_template
+from pipelines.sft_workflow import build_sft_template
 from pipelines.steps import STEPS
 from pipelines.steps._spec import Flag, StepSpec
 from pipelines.steps.cli import step_app, step_command
@@ -36,13 +37,16 @@ def _config(tmp_path: Path) -> ExperimentConfig:
 
 
 def _templates(config: ExperimentConfig) -> dict[str, dict]:
-    """Every step template of the training manifest, and report from the evaluation's, by step name."""
+    """Every step template of the training manifest, report from the evaluation's and sft from
+    `openforge sft`'s, by step name."""
     training = build_iteration_template(config).to_dict()["spec"]["templates"]
     evaluation = ExperimentConfig.model_validate({**config.model_dump(), "evaluation": {"id": "e1"}})
     (report,) = (t for t in build_eval_workflow(evaluation).to_dict()["spec"]["templates"] if t["name"] == "report")
+    fine_tuning = ExperimentConfig.model_validate({**config.model_dump(), "sft": {"recordings": "demo"}})
+    (sft,) = build_sft_template(fine_tuning).to_dict()["spec"]["templates"]
     found = {t["name"]: t for t in training if "container" in t}
     found["record-status"] = found.pop(EXIT_HANDLER)
-    return {**found, "report": report}
+    return {**found, "report": report, "sft": sft}
 
 
 @pytest.fixture(scope="module")

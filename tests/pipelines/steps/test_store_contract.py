@@ -36,12 +36,13 @@ def _kinds(layout: RunLayout) -> dict[str, re.Pattern[str]]:
     """Each RunLayout key maker as a pattern over keys (a folder's pattern takes the files under it)."""
     patterns = {}
     for name in ("state", "task", "evaluated_checkpoint", "eval_summary", "plan", "choices", "trajectory", "images",
-                 "outcome", "rewards", "batch", "metrics", "analytics", "costs", "checkpoint", "checkpoint_marker"):  # fmt: skip
+                 "outcome", "rewards", "batch", "metrics", "analytics", "costs", "checkpoint", "checkpoint_marker",
+                 "sft_checkpoint", "sft_report", "sft_marker"):  # fmt: skip
         maker = getattr(layout, name)
         arguments = maker.__code__.co_varnames[1 : maker.__code__.co_argcount]
         key = maker(*(_VERSION if a == "version" else _SENTINEL for a in arguments))
         text = re.escape(key).replace(_SENTINEL, "[^/]+").replace(str(_VERSION), r"\d{5,}")
-        folder = name in ("task", "images", "costs", "checkpoint")
+        folder = name in ("task", "images", "costs", "checkpoint", "sft_checkpoint")
         patterns[name] = re.compile(text + ("(/.+)?" if folder else ""))
     return patterns
 
@@ -58,7 +59,7 @@ class _Accesses:
             # The most specific maker wins: a checkpoint's marker is also a file under the checkpoint.
             found = [name for name, pattern in patterns.items() if pattern.fullmatch(key)]
             assert found, f"{key} is made by no RunLayout method"
-            return min(found, key=lambda n: len(patterns[n].pattern) if n != "checkpoint" else 10**6)
+            return min(found, key=lambda n: len(patterns[n].pattern) if not n.endswith("checkpoint") else 10**6)
 
         return {kind(k) for k in self.reads}, {kind(k) for k in self.writes}
 
@@ -162,6 +163,18 @@ def test_each_evaluation_step_touches_only_the_keys_its_spec_declares(config, ac
         _run_step(step, evaluation, accesses, monkeypatch, iteration=0)
 
     assert LocalStore(tmp_path / "store").exists(run_layout(evaluation).eval_summary())
+
+
+def test_the_sft_step_touches_only_the_keys_its_spec_declares(config, accesses, monkeypatch, tmp_path) -> None:
+    _serve_without_engine(monkeypatch)
+    _run_step("prepare", config, accesses, monkeypatch, iteration="next", stop_at=0, out_dir=tmp_path / "prepared")
+    _rollout_artifacts(config, 0, json.loads((tmp_path / "prepared" / "rollouts.json").read_text()), passed={"alpha-s0"})
+    fine_tuning = ExperimentConfig.model_validate(
+        {**config.model_dump(), "sft": {"recordings": "contract", "max_epochs": 1, "held_out": 0.0}}
+    )
+    _run_step("sft", fine_tuning, accesses, monkeypatch)
+
+    assert LocalStore(tmp_path / "store").exists(RunLayout("contract").sft_marker())
 
 
 def test_an_undeclared_write_is_caught(config, accesses, monkeypatch, tmp_path) -> None:
