@@ -2,13 +2,15 @@
 
 It reads the recordings of the run (or evaluation) that ``sft.recordings`` names, in this
 config's store; keeps the sessions ``sft.keep`` asks for; fine-tunes the config's model
-(``model.path`` or the tiny one) on them (``sft.sft_update``); and commits the result under
+(``model.path`` or the tiny one) on them (``sft.sft_update``; on ``trainer.backend: verl``,
+veRL's own SFT trainer, ``verl_sft.verl_sft_update``); and commits the result under
 ``<name>/sft/checkpoint`` with its report beside it. A later RL config starts from it with
 ``model.path`` (the command prints the value). Idempotent: a committed result is not redone.
 """
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -69,6 +71,7 @@ def sft_from_store(config: ExperimentConfig, store: ArtifactStore) -> tuple[SftR
 
     from components.engine.step import initial_policy
     from components.trainer.checkpoint import save_checkpoint
+    from components.trainer.verl_sft import export_hf_model, verl_sft_update
 
     layout = RunLayout(config.name)
     if store.exists(layout.sft_marker()) and store.exists(layout.sft_report()):
@@ -85,20 +88,26 @@ def sft_from_store(config: ExperimentConfig, store: ArtifactStore) -> tuple[SftR
             sessions = {key: [with_student_tokens(c, tokenizer) for c in calls] for key, calls in sessions.items()}
         except TextCallError as exc:
             raise SftError(str(exc)) from None
-        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-        pad = AutoConfig.from_pretrained(base).pad_token_id
-        settings = config.algorithm.model_copy(
-            update={"learning_rate": sft.learning_rate, "micro_batch_size": sft.micro_batch_size}
-        )
-        report = sft_update(
-            model, sessions, settings, max_epochs=sft.max_epochs, held_out=sft.held_out, seed=config.seed,
-            pad_token_id=pad if pad is not None else 0, max_model_len=config.engine.max_model_len,
-        )  # fmt: skip
+        info = {"policy_version": "sft", "iteration": None, "source": f"sft of {sft.recordings}"}
+        if config.trainer.backend == "verl":
+            report, run = verl_sft_update(config, sessions, base, Path(tmp) / "verl")
+            export_hf_model(run.model_dir, base, out, info | {"epoch": report.chosen_epoch})
+        else:
+            model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+            pad = AutoConfig.from_pretrained(base).pad_token_id
+            settings = config.algorithm.model_copy(
+                update={"learning_rate": sft.learning_rate, "micro_batch_size": sft.micro_batch_size}
+            )
+            report = sft_update(
+                model, sessions, settings, max_epochs=sft.max_epochs, held_out=sft.held_out, seed=config.seed,
+                pad_token_id=pad if pad is not None else 0, max_model_len=config.engine.max_model_len,
+            )  # fmt: skip
+            save_checkpoint(model, base, out, info | {"epoch": report.chosen_epoch})
         report.left_out = dict(left_out)
-        info = {"policy_version": "sft", "iteration": None, "source": f"sft of {sft.recordings}", "epoch": report.chosen_epoch}
-        save_checkpoint(model, base, out, info)
         put_dir(store, layout.sft_checkpoint(), out)
-    store.put_bytes(layout.sft_report(), report.model_dump_json(indent=2).encode())
+    # json.dumps, not model_dump_json: veRL's report has NaN token accuracies, which pydantic
+    # would write as null and then refuse to read back; NaN reads back as NaN.
+    store.put_bytes(layout.sft_report(), json.dumps(report.model_dump(), indent=2).encode())
     store.put_bytes(layout.sft_marker(), b"sft\n")  # last: what marks it done
     return report, False
 
