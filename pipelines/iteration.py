@@ -3,6 +3,10 @@
     prepare -> generate [serve (daemon) -> rollout x N (withParam)] -> score -> train -> commit
     onExit: record-status
 
+With on-policy distillation (``algorithm.distillation``) a teach sub-DAG runs between score
+and train: teach [serve-teacher (daemon) -> distill], the teacher scoring the batch that
+train then builds again and trains on (components/trainer/distill_step.py).
+
 With overlapped iterations (``algorithm.max_staleness: 1``) a second generate,
 ``generate-next``, runs iteration K+1's rollouts on checkpoint K as soon as K's have ended,
 while score, train and commit of K run beside it (docs/trainer.md, "Overlapped iterations").
@@ -46,6 +50,7 @@ from pipelines.ray_job import ray_job_template
 from pipelines.rollout_pod import TEACHER_URL, TEACHER_URL_PARAMETER, rollout_template
 from pipelines.steps import STEPS
 from pipelines.steps._spec import ITERATION, input_value
+from pipelines.steps.distill import TEACHER_ADDRESS
 from pipelines.steps.prepare import GENERATE_NEXT, NEXT, STOP_AT
 from pipelines.steps.serve import HEALTH_PATH
 from pipelines.steps.serve import PORT as SERVE_PORT
@@ -54,6 +59,8 @@ ENTRYPOINT = "iteration"
 # An evaluation is one iteration: its keys sit under <name>/evals/<id>/iterations/0/.
 EVAL_ITERATION = 0
 GENERATE = "generate"
+TEACH = "teach"
+SERVE_TEACHER = "serve-teacher"
 EXIT_HANDLER = "exit-handler"
 
 _PREPARED = "{{tasks.prepare.outputs.parameters.%s}}"
@@ -92,7 +99,7 @@ def _stop_at_input() -> Parameter:
 
 def _step_image(config: ExperimentConfig, step: str) -> str:
     cluster = config.cluster
-    if step == "serve":
+    if step in ("serve", SERVE_TEACHER):
         return cluster.engine_image
     if step in ("train", "sft"):
         return cluster.train_image(config.trainer.backend)
@@ -158,9 +165,41 @@ def _exit_handler(config: ExperimentConfig) -> Container:
     return storage_step(config, "record-status", name=EXIT_HANDLER, sized_as="commit")
 
 
-def _final_steps(evaluation: bool) -> tuple[str, ...]:
-    """What follows score, in order: an evaluation trains and commits nothing."""
-    return ("report",) if evaluation else ("train", "commit")
+def _final_steps(config: ExperimentConfig, evaluation: bool) -> tuple[str, ...]:
+    """What follows score, in order: an evaluation trains and commits nothing; on-policy
+    distillation has the teacher score the batch first."""
+    if evaluation:
+        return ("report",)
+    return (TEACH, "train", "commit") if config.algorithm.distillation is not None else ("train", "commit")
+
+
+def _teach_templates(config: ExperimentConfig) -> list[Any]:
+    """The teach sub-DAG (serve-teacher daemon -> distill) and its two steps. A sub-DAG, so Argo
+    stops the teacher, and frees its GPU, before train starts."""
+    iteration = Parameter(name="iteration", value=ITERATION)
+    address = f"{{{{tasks.{SERVE_TEACHER}.ip}}}}:{SERVE_PORT}"
+    dag = DAG(
+        name=TEACH,
+        inputs=[_iteration_input()],
+        tasks=[
+            Task(name=SERVE_TEACHER, template=SERVE_TEACHER, arguments=[iteration]),
+            Task(
+                name="distill",
+                template="distill",
+                depends=SERVE_TEACHER,
+                arguments=[iteration, Parameter(name=TEACHER_ADDRESS, value=address)],
+            ),
+        ],
+    )
+    teacher = storage_step(
+        config,
+        SERVE_TEACHER,
+        sized_as="serve",
+        daemon=True,
+        ports=[m.ContainerPort(name="http", container_port=SERVE_PORT)],
+        readiness_probe=_health_probe(SERVE_PORT),
+    )
+    return [dag, teacher, storage_step(config, "distill", sized_as="score")]
 
 
 def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
@@ -182,7 +221,7 @@ def _iteration_dag(config: ExperimentConfig, evaluation: bool) -> DAG:
         # resumed from the store by the next run.
         Task(name="score", template="score", depends=GENERATE, when=pending, arguments=[iteration]),
     ]
-    finish = _final_steps(evaluation)
+    finish = _final_steps(config, evaluation)
     tasks += [
         Task(name=name, template=name, depends=after, when=pending, arguments=[iteration])
         for name, after in zip(finish, ("score", *finish))
@@ -265,8 +304,10 @@ def iteration_templates(config: ExperimentConfig) -> list[Any]:
         _prepare_template(config),
         *([_serve_template(config)] if _serve_tasks(config) else []),
         rollout_template(config),
-        *(_final_step(config, step) for step in ("score", *_final_steps(evaluation))),
+        *(_final_step(config, step) for step in ("score", *_final_steps(config, evaluation)) if step != TEACH),
     ]
+    if TEACH in _final_steps(config, evaluation):
+        steps.extend(_teach_templates(config))
     if not evaluation:
         steps.append(_exit_handler(config))
     return [_iteration_dag(config, evaluation), _generate_dag(config), *steps]

@@ -18,7 +18,7 @@ from components.core.config import CONFIG_ENV
 from components.core.storage import RunLayout
 from pipelines.steps import StepSpec
 
-GPU_STEPS = ("serve", "train", "sft")
+GPU_STEPS = ("serve", "serve-teacher", "train", "sft")
 # Labels the cluster's NetworkPolicies select on (argo/cluster/network-policies.yaml).
 STEP_LABEL = "openforge.dev/step"
 EXPERIMENT_LABEL = "openforge.dev/experiment"

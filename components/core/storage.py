@@ -280,6 +280,10 @@ class RunLayout:
     def metrics(self, iteration: int) -> str:
         return f"{self._it(iteration)}/metrics.json"
 
+    def teacher_log_probs(self, iteration: int) -> str:
+        """On-policy distillation: the teacher's log-prob of each sampled token of the batch (written by distill)."""
+        return f"{self._it(iteration)}/teacher_log_probs.pt"
+
     def analytics(self, iteration: int) -> str:
         """The iteration's behaviour analytics, computed from its recordings (docs/analytics.md)."""
         return f"{self._it(iteration)}/analytics.json"

@@ -35,16 +35,23 @@ def initial_policy(config: ExperimentConfig, dest: Path) -> None:
         from components.engine.tiny_model import init_tiny_model
 
         init_tiny_model(dest, seed=config.model.tiny_seed)
-    elif path.startswith("s3://"):
+    else:
+        fetch_model(config, path, dest, "model.path")
+    write_checkpoint_info(dest, {"policy_version": "0", "iteration": None, "source": path or ("tiny-vl" if config.model.tiny_vision else "tiny")})
+
+
+def fetch_model(config: ExperimentConfig, path: str, dest: Path, field: str) -> None:
+    """The HuggingFace folder at ``path`` (a local folder or an s3:// prefix) into ``dest``; ``field`` names
+    the config field that gave it, for the error."""
+    if path.startswith("s3://"):
         parsed = urlparse(path)
         source = open_store(f"s3://{parsed.netloc}", config.storage.endpoint_url)
         if not get_dir(source, parsed.path.strip("/"), dest):
-            raise FileNotFoundError(f"model.path {path!r} holds no files; point it at a HuggingFace model folder")
+            raise FileNotFoundError(f"{field} {path!r} holds no files; point it at a HuggingFace model folder")
     elif Path(path).is_dir():
         shutil.copytree(path, dest)
     else:
-        raise FileNotFoundError(f"model.path {path!r} is not a directory; point it at a HuggingFace model folder")
-    write_checkpoint_info(dest, {"policy_version": "0", "iteration": None, "source": path or ("tiny-vl" if config.model.tiny_vision else "tiny")})
+        raise FileNotFoundError(f"{field} {path!r} is not a directory; point it at a HuggingFace model folder")
 
 
 def prepare_policy(config: ExperimentConfig, iteration: int, store: ArtifactStore, dest: Path) -> int:
@@ -137,6 +144,30 @@ def serve_iteration(
 
         code = serve_vllm(config, policy, Path(tmp), host=host, port=port, cut_file=cut_file)
         # A vLLM stopped by the signal Argo sends the daemon exits by that signal: not a failure.
+        return code if code > 0 else 0
+
+
+def serve_teacher(
+    config: ExperimentConfig, iteration: int, store: ArtifactStore, host: str, port: int, say: Callable[[str], None] = print
+) -> int:
+    """Serve ``algorithm.distillation.teacher_model`` until stopped, for the distill step's prompt
+    log-probs; the same engine (``engine.kind``) and served name as the policy's. Returns its exit code."""
+    distillation = config.algorithm.distillation
+    if distillation is None:
+        raise FileNotFoundError("serve-teacher needs algorithm.distillation.teacher_model in the config (docs/trainer.md)")
+    with tempfile.TemporaryDirectory(prefix="openforge-teacher-") as tmp:
+        teacher = Path(tmp) / "teacher"
+        fetch_model(config, distillation.teacher_model, teacher, "algorithm.distillation.teacher_model")
+        say(f"serving the teacher {distillation.teacher_model} for iteration {iteration} ({config.engine.kind})")
+        if config.engine.kind == "dev":
+            from components.engine.server import serve
+
+            serve(teacher, served_model_name=config.engine.vllm.served_model_name, host=host, port=port,
+                  max_model_len=config.engine.max_model_len)  # fmt: skip
+            return 0
+        from components.engine.vllm_serve import serve_vllm
+
+        code = serve_vllm(config, teacher, Path(tmp), host=host, port=port, cut_file=None)
         return code if code > 0 else 0
 
 

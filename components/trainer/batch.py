@@ -70,11 +70,15 @@ class BatchStats(BaseModel):
         }
 
 
-def groups_with_signal(records: Sequence[RewardRecord], stats: BatchStats | None = None) -> list[RewardRecord]:
+def groups_with_signal(
+    records: Sequence[RewardRecord], stats: BatchStats | None = None, *, keep_equal: bool = False
+) -> list[RewardRecord]:
     """Usable records of groups whose rewards differ; all-equal groups have zero advantage.
 
     The one rule for which rollouts train: the batch uses it, and the learnability probe
     (components/trainer/learnability.py) predicts from it. ``stats`` counts what it left out.
+    ``keep_equal`` keeps all-equal groups too: under pure distillation the signal is the
+    teacher's, per token, whatever the rewards.
     """
     stats = stats if stats is not None else BatchStats()
     by_group: dict[str, list[RewardRecord]] = defaultdict(list)
@@ -94,7 +98,7 @@ def groups_with_signal(records: Sequence[RewardRecord], stats: BatchStats | None
             stats.unusable_rollouts += 1
             continue
         # A task sampled once lands here: veRL would give it mean 0, std 1, i.e. its raw reward.
-        if len({m.reward for m in members}) == 1:
+        if len({m.reward for m in members}) == 1 and not keep_equal:
             stats.skipped_groups += 1
         else:
             kept.extend(members)
@@ -280,7 +284,8 @@ def build_batch(
         records, counts, problems = flag_mismatches(calls_by_rollout, records, decode)
         stats.token_text_checked, stats.token_text_skipped = counts["checked"], counts["skipped"]
         stats.token_text_mismatch, stats.mismatches = len(problems), problems
-    trained = groups_with_signal(records, stats)
+    distillation = algorithm.distillation
+    trained = groups_with_signal(records, stats, keep_equal=distillation is not None and not distillation.verifier_reward)
     stats.rollouts = len(trained)
     advantages = rollout_advantages(trained, algorithm.norm_adv_by_std)
     rows = _collect_rows(calls_by_rollout, trained, algorithm, algorithm.row_limits(max_model_len), stats)

@@ -8,7 +8,9 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from components.core.config import ExperimentConfig
 from components.core.metrics import merge_metrics, read_metrics
@@ -16,7 +18,7 @@ from components.core.storage import ArtifactStore, RunLayout
 from components.core.trajectory import RecordedCall
 from components.core.trainer_config import TRAIN_WORK_DIR_ENV
 from components.core.checkpoints import commit_checkpoint, fetch_committed, write_checkpoint_info
-from components.trainer.batch import build_batch
+from components.trainer.batch import BatchStats, build_batch
 from components.trainer.checkpoint import load_optimizer_state, save_checkpoint
 from components.trainer.cpu_update import build_optimizer, cpu_update, freeze_vision_tower
 from components.trainer.guards import check_trainable, check_usable
@@ -24,6 +26,49 @@ from components.trainer.inputs import parse_rewards, store_images, store_traject
 from components.trainer.row_images import RowVision
 
 _TRAIN_PREFIXES = ("train/", "batch/")
+
+
+@dataclass
+class IterationBatch:
+    """One iteration's batch as the train step builds it, with what it was built from."""
+
+    data: Any  # veRL DataProto
+    stats: BatchStats
+    reasons: dict[str, int]  # the scorer's unusable reasons, by reason
+    calls: dict[str, list[RecordedCall]]
+    parent: int  # the committed version the batch trains (its folder: work / "base")
+    vision: RowVision | None
+    decode: Any
+
+
+def iteration_batch(config: ExperimentConfig, iteration: int, store: ArtifactStore, work: Path) -> IterationBatch:
+    """Build iteration ``iteration``'s batch in ``work`` (the parent checkpoint lands in ``work/base``).
+
+    The one way the batch is built: train trains on it, and distill scores the same rows
+    with the teacher, so both see the same rows in the same order.
+    """
+    layout = RunLayout(config.name)
+    rewards_key = layout.rewards(iteration)
+    raw = store.get_bytes(rewards_key)
+    records = parse_rewards(raw, f"{store.root}/{rewards_key}")
+    reasons = json.loads(raw).get("unusable_reasons") or {}
+    check_usable(records, config.rollout.min_usable_fraction, rewards_key, reasons)
+    (work / "calls").mkdir()
+    calls = store_trajectories(store, layout, iteration, [r.rollout_id for r in records if r.usable], work / "calls")
+    parent = fetch_committed(store, layout, iteration, work / "base")
+    if parent is None:
+        raise FileNotFoundError(
+            f"no committed checkpoint <= {iteration} under {store.root}/{layout.checkpoint(0)}: "
+            "the serve step commits the initial policy as version 0; run it first"
+        )
+    decode = _decoder(work / "base")
+    vision = RowVision.of(work / "base")
+    images_of = store_images(store, layout, iteration, calls, work / "images") if vision is not None else None
+    data, stats = build_batch(
+        calls, records, config.algorithm, _pad_token_id(work / "base"), decode, config.engine.max_model_len,
+        vision, images_of,
+    )  # fmt: skip
+    return IterationBatch(data, stats, reasons, calls, parent, vision, decode)
 
 
 def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactStore) -> dict[str, float]:
@@ -39,33 +84,20 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
     if store.exists(layout.checkpoint_marker(version)):
         done = read_metrics(store, layout.metrics(iteration))
         return {name: value for name, value in done.items() if name.startswith(_TRAIN_PREFIXES)}
-    rewards_key = layout.rewards(iteration)
-    raw = store.get_bytes(rewards_key)
-    records = parse_rewards(raw, f"{store.root}/{rewards_key}")
-    reasons = json.loads(raw).get("unusable_reasons") or {}
-    check_usable(records, config.rollout.min_usable_fraction, rewards_key, reasons)
     with tempfile.TemporaryDirectory(prefix="openforge-train-", dir=os.environ.get(TRAIN_WORK_DIR_ENV)) as tmp:
         work = Path(tmp)
-        (work / "calls").mkdir()
-        calls = store_trajectories(store, layout, iteration, [r.rollout_id for r in records if r.usable], work / "calls")
-        parent = fetch_committed(store, layout, iteration, work / "base")
-        if parent is None:
-            raise FileNotFoundError(
-                f"no committed checkpoint <= {iteration} under {store.root}/{layout.checkpoint(0)}: "
-                "the serve step commits the initial policy as version 0; run it first"
-            )
-        decode = _decoder(work / "base")
-        vision = RowVision.of(work / "base")
-        images_of = store_images(store, layout, iteration, calls, work / "images") if vision is not None else None
-        data, stats = build_batch(
-            calls, records, config.algorithm, _pad_token_id(work / "base"), decode, config.engine.max_model_len,
-            vision, images_of,
-        )  # fmt: skip
+        built = iteration_batch(config, iteration, store, work)
+        data, stats, parent = built.data, built.stats, built.parent
+        metrics = stats.metrics() | policy_lag(built.calls, parent)
+        if stats.rows and config.algorithm.distillation is not None:
+            from components.trainer.distill_step import add_teacher_term
+
+            metrics.update(add_teacher_term(config, iteration, store, data))
+        # Stored before the check below, so a batch refused as empty can still be looked at.
         data.save_to_disk(work / "batch.pt")
         store.put_bytes(layout.batch(iteration), (work / "batch.pt").read_bytes())
-        trainable = check_trainable(stats, reasons, iteration, config.algorithm.allow_empty_update)
-        metrics = stats.metrics() | policy_lag(calls, parent)
-        metrics["batch/token_text_check_on"] = float(decode is not None)
+        trainable = check_trainable(stats, built.reasons, iteration, config.algorithm.allow_empty_update)
+        metrics["batch/token_text_check_on"] = float(built.decode is not None)
         metrics["batch/empty_update"] = float(not trainable)
         info = {"policy_version": str(version), "iteration": iteration, "parent_version": str(parent), "rows": stats.rows}
         if not trainable:
@@ -77,7 +109,7 @@ def train_iteration(config: ExperimentConfig, iteration: int, store: ArtifactSto
             trained, next_dir = verl_update(config, data, work / "base", work, info)
             metrics.update(trained)
         else:
-            loader = AutoModelForCausalLM if vision is None else AutoModelForImageTextToText
+            loader = AutoModelForCausalLM if built.vision is None else AutoModelForImageTextToText
             model = loader.from_pretrained(work / "base", dtype=torch.float32)
             if config.trainer.freeze_vision_tower:
                 metrics["train/frozen_params"] = float(freeze_vision_tower(model))

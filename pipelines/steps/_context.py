@@ -41,8 +41,15 @@ def stop(message: str, code: int = REFUSED) -> NoReturn:
 
 def call_on_store(spec: StepSpec, iteration: int, refusals: tuple[type[Exception], ...] = ()) -> Any:
     """The spec's component on (config, iteration, store); a refusal ends the step with its message."""
+    return call_on_store_with(spec, iteration, (), refusals)
+
+
+def call_on_store_with(
+    spec: StepSpec, iteration: int, extra: tuple[Any, ...], refusals: tuple[type[Exception], ...] = ()
+) -> Any:
+    """``call_on_store`` with the step's own arguments after the store."""
     config = step_config()
     try:
-        return spec.component()(config, iteration, step_store(config))
+        return spec.component()(config, iteration, step_store(config), *extra)
     except refusals as exc:
         stop(f"error: {exc}")

@@ -28,6 +28,6 @@ SPEC = StepSpec(
     calls="components.trainer.step:train_iteration",
     run=run,
     flags=(iteration_flag("The iteration whose rollouts to train on (serves checkpoint K)."),),
-    reads=("rewards", "trajectory", "checkpoint", "checkpoint_marker", "metrics"),
+    reads=("rewards", "trajectory", "images", "checkpoint", "checkpoint_marker", "metrics", "teacher_log_probs"),
     writes=("batch", "checkpoint", "checkpoint_marker", "metrics", "costs"),
 )

@@ -27,6 +27,7 @@ _SAMPLES = {
     "inputs.parameters.iteration": "3",
     "inputs.parameters.stop-at": "5",
     "inputs.parameters.rollout-id": "write-hello-s0",
+    "inputs.parameters.teacher-address": "10.0.0.7:8000",
     "workflow.name": "demo-iteration-x7k2p",
     "workflow.status": "Succeeded",
 }
@@ -37,9 +38,13 @@ def _config(tmp_path: Path) -> ExperimentConfig:
 
 
 def _templates(config: ExperimentConfig) -> dict[str, dict]:
-    """Every step template of the training manifest, report from the evaluation's and sft from
-    `openforge sft`'s, by step name."""
-    training = build_iteration_template(config).to_dict()["spec"]["templates"]
+    """Every step template of the training manifest (distilling: serve-teacher and distill too),
+    report from the evaluation's and sft from `openforge sft`'s, by step name."""
+    raw = config.model_dump()
+    distilling = ExperimentConfig.model_validate(
+        {**raw, "algorithm": {**raw["algorithm"], "distillation": {"teacher_model": "/models/teacher"}}}
+    )
+    training = build_iteration_template(distilling).to_dict()["spec"]["templates"]
     evaluation = ExperimentConfig.model_validate({**config.model_dump(), "evaluation": {"id": "e1"}})
     (report,) = (t for t in build_eval_workflow(evaluation).to_dict()["spec"]["templates"] if t["name"] == "report")
     fine_tuning = ExperimentConfig.model_validate({**config.model_dump(), "sft": {"recordings": "demo"}})

@@ -37,7 +37,7 @@ def _kinds(layout: RunLayout) -> dict[str, re.Pattern[str]]:
     patterns = {}
     for name in ("state", "task", "evaluated_checkpoint", "eval_summary", "plan", "choices", "trajectory", "images",
                  "outcome", "rewards", "batch", "metrics", "analytics", "costs", "checkpoint", "checkpoint_marker",
-                 "sft_checkpoint", "sft_report", "sft_marker"):  # fmt: skip
+                 "sft_checkpoint", "sft_report", "sft_marker", "teacher_log_probs"):  # fmt: skip
         maker = getattr(layout, name)
         arguments = maker.__code__.co_varnames[1 : maker.__code__.co_argcount]
         key = maker(*(_VERSION if a == "version" else _SENTINEL for a in arguments))
@@ -163,6 +163,34 @@ def test_each_evaluation_step_touches_only_the_keys_its_spec_declares(config, ac
         _run_step(step, evaluation, accesses, monkeypatch, iteration=0)
 
     assert LocalStore(tmp_path / "store").exists(run_layout(evaluation).eval_summary())
+
+
+def test_each_distillation_step_touches_only_the_keys_its_spec_declares(config, accesses, monkeypatch, tmp_path) -> None:
+    """serve-teacher and distill beside the training steps; the teacher's scoring itself is
+    tests/components/trainer/test_distill_step.py's (here it answers zeros, as no engine runs)."""
+    import torch
+
+    import components.trainer.distill_step as distill_step
+    from components.engine.tiny_model import init_tiny_model
+
+    _serve_without_engine(monkeypatch)
+    monkeypatch.setattr(distill_step, "teacher_log_probs_of_batch", lambda data, url, model: torch.zeros_like(data.batch["rollout_log_probs"]))
+    raw = config.model_dump()
+    teacher = init_tiny_model(tmp_path / "teacher", seed=1)
+    distilling = ExperimentConfig.model_validate(
+        {**raw, "algorithm": {**raw["algorithm"], "distillation": {"teacher_model": str(teacher)}}}
+    )
+    _run_step("prepare", distilling, accesses, monkeypatch, iteration="next", stop_at=0, out_dir=tmp_path / "prepared")
+    rollouts = json.loads((tmp_path / "prepared" / "rollouts.json").read_text())
+    _run_step("serve", distilling, accesses, monkeypatch, iteration=0, host="127.0.0.1", port=0)
+    _rollout_artifacts(distilling, 0, rollouts, passed={"alpha-s0", "beta-s1"})
+    _run_step("score", distilling, accesses, monkeypatch, iteration=0)
+    _run_step("serve-teacher", distilling, accesses, monkeypatch, iteration=0, host="127.0.0.1", port=0)
+    _run_step("distill", distilling, accesses, monkeypatch, iteration=0, teacher_address="127.0.0.1:9")
+    for step in ("train", "commit"):
+        _run_step(step, distilling, accesses, monkeypatch, iteration=0)
+
+    assert LocalStore(tmp_path / "store").exists(RunLayout("contract").teacher_log_probs(0))
 
 
 def test_the_sft_step_touches_only_the_keys_its_spec_declares(config, accesses, monkeypatch, tmp_path) -> None:
