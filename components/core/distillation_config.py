@@ -19,6 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 _NON_NEGATIVE_ESTIMATORS = ("k2", "mse", "k3", "low_var_kl", "abs")
 
 
+_DEFAULT_WEIGHT = 1.0
+
+
 class DistillationConfig(BaseModel):
     """A teacher's per-token log-probs beside (or instead of) the verifier reward.
 
@@ -37,7 +40,7 @@ class DistillationConfig(BaseModel):
         "share the policy's tokenizer (same vocabulary and special tokens): its log-probs are per token id."
     )
     weight: float = Field(
-        1.0,
+        _DEFAULT_WEIGHT,
         gt=0,
         description="Coefficient of the teacher's term beside the verifier reward (veRL's distillation_loss_coef): "
         "1 makes one nat of teacher-over-student log-probability on a token count as much as one unit of the "
@@ -77,7 +80,8 @@ class DistillationConfig(BaseModel):
     @model_validator(mode="after")
     def _weight_needs_the_verifier(self) -> DistillationConfig:
         # veRL ignores distillation_loss_coef without task rewards; a weight set then would do nothing.
-        if not self.verifier_reward and "weight" in self.model_fields_set:
+        # The default is let through: the compiled config the steps read spells every default out.
+        if not self.verifier_reward and self.weight != _DEFAULT_WEIGHT:
             raise ValueError(
                 "weight balances the teacher against the verifier reward; with verifier_reward: false the advantage "
                 "is the teacher's term alone: remove weight, or set verifier_reward: true"

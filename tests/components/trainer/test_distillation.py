@@ -328,5 +328,8 @@ def test_the_config_section_refuses_estimators_that_push_away_from_the_teacher()
         AlgorithmConfig(distillation={"teacher_model": "t", "estimator": "k3"})
     with pytest.raises(ValidationError, match="remove weight, or set verifier_reward: true"):
         DistillationConfig(teacher_model="t", verifier_reward=False, weight=0.5)
+    # The steps read the compiled config, every default spelled out: pure distillation must survive it.
+    pure = DistillationConfig(teacher_model="t", verifier_reward=False)
+    assert DistillationConfig.model_validate(pure.model_dump(mode="json")) == pure
     with pytest.raises(ValidationError, match=r"distillation\.teacher\n\s+Extra inputs are not permitted"):
         AlgorithmConfig(distillation={"teacher": "t", "teacher_model": "t"})
