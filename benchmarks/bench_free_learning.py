@@ -1,0 +1,83 @@
+"""A policy that writes its own commands learns: record a teacher, SFT, then RL by free sampling.
+
+    .venv/bin/python benchmarks/bench_free_learning.py              # the `bench-free-learning` make target
+    .venv/bin/python benchmarks/bench_free_learning.py --seeds 1    # seed 0 only (the others resume later)
+    .venv/bin/python benchmarks/bench_free_learning.py --render     # the doc section from the stored results
+
+For each seed (the run's seed and ``model.tiny_seed`` both), runs examples/cold-start.yaml
+as shipped through real mini-swe-agent, the dev engine sampling freely (no candidates):
+the stages of free_learning/seed_run.py, each stored in
+benchmarks/results/free-learning/seed-<s>.json as it ends, so the benchmark resumes seed by
+seed and stage by stage, across sessions. Then renders the "Learning by free sampling"
+section of docs/benchmarks.md from those files alone, and exits 1 unless the bars hold
+(free_learning/report.py). ``--fresh`` discards the stored results and stores first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.doc_sections import REPO, commit_text, now_text
+from benchmarks.free_learning.results import RESULTS, load_seed
+
+SEEDS = 3
+WORKDIR = REPO / ".bench" / "free-learning"
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def run(seeds: int, workdir: Path, doc: bool) -> int:
+    from rich.console import Console
+
+    from benchmarks.free_learning.seed_run import run_seed
+
+    os.chdir(REPO)  # the config's relative task folders resolve from the repository
+    console = Console()
+    for seed in range(seeds):
+        result = load_seed(seed, commit_text(), now_text())
+        run_seed(result, workdir / f"seed-{seed}", _log, console)
+    return render(doc)
+
+
+def render(doc: bool) -> int:
+    from benchmarks.doc_sections import write_section
+    from benchmarks.free_learning import report
+    from benchmarks.free_learning.results import stored_seeds
+
+    results = stored_seeds()
+    section = report.section_markdown(results)
+    print(section)
+    if doc:
+        write_section(report.TITLE, section)
+        _log(f"wrote the {report.TITLE!r} section of docs/benchmarks.md")
+    return 0 if report.verdict(results).ok else 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds 0..N-1 to run or resume (default {SEEDS})")
+    parser.add_argument("--workdir", type=Path, default=WORKDIR, help="the seeds' stores, MLflow databases, executor folders")
+    parser.add_argument("--render", action="store_true", help="only render the doc section from the stored results")
+    parser.add_argument("--fresh", action="store_true", help="discard stored results and stores, start over")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    args = parser.parse_args()
+    if args.fresh:
+        shutil.rmtree(RESULTS, ignore_errors=True)
+        shutil.rmtree(args.workdir, ignore_errors=True)
+    if args.render:
+        sys.exit(render(doc=not args.no_doc))
+    sys.exit(run(args.seeds, args.workdir.resolve(), doc=not args.no_doc))
+
+
+if __name__ == "__main__":
+    main()

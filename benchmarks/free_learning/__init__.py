@@ -1,0 +1,1 @@
+"""`make bench-free-learning`: its stages, stored results and report."""

@@ -1,0 +1,149 @@
+"""One seed of `make bench-free-learning`, stage by stage, each stored as it ends (results.py).
+
+All of a seed's runs share one store under ``<workdir>/seed-<s>/``, so a stage cut off
+mid-way resumes too: an evaluation with the same id skips its stored rollouts, and a run
+continues from its last committed iteration.
+
+    record          the reference teacher through mini-swe-agent (`openforge record`)
+    untrained_*     the untrained student (checkpoint base) on the training and held-out tasks
+    sft             `openforge sft` on the passed sessions (the epoch of lowest held-out loss)
+    sft_held_out    the SFT checkpoint on the held-out tasks
+    grpo            `openforge run`: GRPO by free sampling from the SFT checkpoint
+    grpo_held_out   its last checkpoint on the held-out tasks
+    control         the same from the same checkpoint, rewards shuffled within each group
+    distill         pure on-policy distillation from the same checkpoint, on the same budget,
+                    the teacher being GRPO's last checkpoint (the best policy the seed made)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel
+from rich.console import Console
+
+from benchmarks.free_learning.results import PassRates, RunCurve, SeedResult, save_stage
+from benchmarks.harness_learning.curve import verdicts
+from benchmarks.pipeline_runs import bench_config
+from components.core.config import ExperimentConfig
+from components.core.metrics import read_metrics
+from components.core.storage import ArtifactStore, RunLayout, open_store, run_layout
+
+CONFIG = Path("examples/cold-start.yaml")
+HELD_OUT = "examples/tasks/cold-start/held-out"
+UNTRAINED_SAMPLES = 1  # a random tiny model writes no tool call: one sample per task says so
+HELD_OUT_SAMPLES = 2
+STAGES = ("record", "untrained_train", "untrained_held_out", "sft", "sft_held_out", "grpo", "grpo_held_out",
+          "control", "distill")  # fmt: skip
+
+
+class SftStage(BaseModel):
+    sessions: int
+    target_tokens: int
+    chosen_epoch: int
+    epochs: int
+    val_loss: float | None  # at the chosen epoch
+    left_out: dict[str, int]
+    wall_s: float
+
+
+def seed_config(seed: int, root: Path, overrides: dict | None = None) -> ExperimentConfig:
+    """examples/cold-start.yaml as shipped, its seed and tiny seed set to ``seed``, its store in ``root``."""
+    return bench_config(CONFIG, root, {"seed": seed, "model.tiny_seed": seed, **(overrides or {})})
+
+
+def run_seed(result: SeedResult, root: Path, log: Callable[[str], None], console: Console) -> SeedResult:
+    """Run every stage ``result`` lacks, storing each as it ends."""
+    base = seed_config(result.seed, root)
+    store = open_store(base.storage.uri)
+    sft_folder = _local(store) / RunLayout(base.name).sft_checkpoint()
+    # The control and distillation start where GRPO did: the SFT checkpoint, as a model folder.
+    from_sft = {"model.path": str(sft_folder), "sft": None}
+    stages: dict[str, Callable[[], BaseModel]] = {
+        "record": lambda: _evaluate(base, "base", None, None, "teacher", root, console, recording=True),
+        "untrained_train": lambda: _evaluate(base, "base", None, UNTRAINED_SAMPLES, "untrained-train", root, console),
+        "untrained_held_out": lambda: _evaluate(base, "base", HELD_OUT, UNTRAINED_SAMPLES, "untrained-held-out", root,
+                                                console),  # fmt: skip
+        "sft": lambda: _fine_tune(base, root, console),
+        "sft_held_out": lambda: _evaluate(base, str(sft_folder), HELD_OUT, HELD_OUT_SAMPLES, "sft-held-out", root,
+                                          console),  # fmt: skip
+        "grpo": lambda: _rl(base, root, console),
+        "grpo_held_out": lambda: _evaluate(base, "latest", HELD_OUT, HELD_OUT_SAMPLES, "grpo-held-out", root,
+                                           console),  # fmt: skip
+        "control": lambda: _rl(seed_config(result.seed, root, {"name": f"{base.name}-control", **from_sft,
+                                                               "algorithm.shuffle_rewards": True}), root, console),  # fmt: skip
+        "distill": lambda: _rl(seed_config(result.seed, root, {"name": f"{base.name}-distill", **from_sft,
+                                                               "algorithm.distillation": _teacher(base, store)}), root,
+                               console),  # fmt: skip
+    }
+    for stage in STAGES:
+        if result.has(stage):
+            continue
+        log(f"seed {result.seed}: {stage}")
+        save_stage(result, stage, stages[stage]())
+        log(f"seed {result.seed}: {stage} stored ({_brief(result, stage)})")
+    return result
+
+
+def _brief(result: SeedResult, stage: str) -> str:
+    data = result.stages[stage]
+    if "iterations" in data:
+        rates = [result.curve(stage).iterations[i].rate for i in range(len(data["iterations"]))]
+        return "pass rate by iteration " + ", ".join("-" if r is None else f"{r:.3f}" for r in rates)
+    if "passed" in data:
+        rate = result.pass_rates(stage).rate
+        return f"pass rate {'-' if rate is None else f'{rate:.3f}'} over {len(data['passed'])} graded"
+    return f"epoch {data['chosen_epoch']} of {data['epochs']} kept"
+
+
+def _evaluate(config: ExperimentConfig, checkpoint: str, tasks: str | None, samples: int | None, eval_id: str,
+              root: Path, console: Console, recording: bool = False) -> PassRates:  # fmt: skip
+    from pipelines.evaluate import eval_config, evaluate_policy
+
+    evaluation = eval_config(config, checkpoint, tasks, samples, eval_id, recording=recording)
+    started = time.monotonic()
+    evaluate_policy(evaluation, console, workdir=root)
+    store = open_store(evaluation.storage.uri)
+    return PassRates(passed=verdicts(store, run_layout(evaluation), 0), wall_s=time.monotonic() - started)
+
+
+def _fine_tune(config: ExperimentConfig, root: Path, console: Console) -> SftStage:
+    from pipelines.sft_workflow import run_sft_locally
+
+    started = time.monotonic()
+    report, _ = run_sft_locally(config, console, workdir=root, warm_start=True)
+    chosen = report.epochs[report.chosen_epoch - 1]
+    return SftStage(sessions=report.sessions, target_tokens=report.target_tokens, chosen_epoch=report.chosen_epoch,
+                    epochs=len(report.epochs), val_loss=chosen.val_loss, left_out=report.left_out,
+                    wall_s=time.monotonic() - started)  # fmt: skip
+
+
+def _rl(config: ExperimentConfig, root: Path, console: Console) -> RunCurve:
+    from pipelines.run import run_experiment
+
+    started = time.monotonic()
+    logged = run_experiment(config, console=console, workdir=root)  # only the iterations this call ran
+    store, layout = open_store(config.storage.uri), RunLayout(config.name)
+    metrics = [read_metrics(store, layout.metrics(i)) for i in range(config.iterations)]
+    return RunCurve(
+        iterations=[PassRates(passed=verdicts(store, layout, i), wall_s=logged.get(i, {}).get("time/iteration_s"))
+                    for i in range(config.iterations)],  # fmt: skip
+        trained_tokens=[m.get("batch/trained_tokens") for m in metrics],
+        forced_tokens=[m.get("batch/forced_tokens") for m in metrics],
+        wall_s=time.monotonic() - started,
+    )
+
+
+def _local(store: ArtifactStore) -> Path:
+    return Path(store.root.removeprefix("file://"))
+
+
+def _teacher(base: ExperimentConfig, store: ArtifactStore) -> dict:
+    """Pure distillation from GRPO's last committed checkpoint (a folder of the seed's store)."""
+    layout = RunLayout(base.name)
+    folder = _local(store) / layout.checkpoint(base.iterations)
+    if not (folder / "COMMITTED").exists():
+        raise RuntimeError(f"the distillation teacher {folder} is not committed: the grpo stage must finish first")
+    return {"teacher_model": str(folder), "verifier_reward": False}
