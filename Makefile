@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale gpu-smoke clean help
+.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-free-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -27,6 +27,7 @@ help:
 	@echo "make bench-learning  the reward curve of examples/learning.yaml (docs/benchmarks.md)"
 	@echo "make bench-harness-learning  pass rate by iteration inside Claude Code and Codex, real vs shuffled rewards (docs/benchmarks.md)"
 	@echo "make bench-gui-learning  pass rate by iteration inside cua-agent (tiny vision-language model) and browser-use, real vs shuffled rewards (docs/benchmarks.md)"
+	@echo "make bench-free-learning  record, SFT, then GRPO by free sampling in mini-swe-agent over 3 seeds, control and distillation beside; resumable (docs/benchmarks.md)"
 	@echo "make bench-probe     the learnability probe on the learning examples vs their measured gains (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
@@ -127,6 +128,10 @@ bench-harness-learning: $(INSTALLED) harnesses
 
 bench-gui-learning: $(INSTALLED) harnesses gui-packages
 	$(BIN)/python benchmarks/bench_harness_learning.py --harness cua-agent --harness browser-use
+
+# Hours on 2 cores: each seed's stages are stored as they end, so running it again resumes.
+bench-free-learning: $(INSTALLED) harnesses
+	$(BIN)/python benchmarks/bench_free_learning.py
 
 # The configs bench-learning, bench-harness-learning and bench-gui-learning trained, probed untrained.
 bench-probe: $(INSTALLED) harnesses gui-packages

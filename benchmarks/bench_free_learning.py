@@ -25,7 +25,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import REPO, commit_text, now_text
+from benchmarks.doc_sections import REPO, commit_text, machine_summary, now_text
 from benchmarks.free_learning.results import RESULTS, load_seed
 
 SEEDS = 3
@@ -44,7 +44,7 @@ def run(seeds: int, workdir: Path, doc: bool) -> int:
     os.chdir(REPO)  # the config's relative task folders resolve from the repository
     console = Console()
     for seed in range(seeds):
-        result = load_seed(seed, commit_text(), now_text())
+        result = load_seed(seed, commit_text(), now_text(), machine_summary())
         run_seed(result, workdir / f"seed-{seed}", _log, console)
     return render(doc)
 

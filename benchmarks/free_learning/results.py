@@ -47,6 +47,7 @@ class SeedResult(BaseModel):
     seed: int  # the run's seed and model.tiny_seed both
     commit: str
     date: str
+    machine: str | None = None  # doc_sections.machine_summary() where the seed started
     stages: dict[str, dict] = Field(default_factory=dict)  # stage name -> its JSON, as it finished
 
     def has(self, stage: str) -> bool:
@@ -67,12 +68,12 @@ def seed_path(seed: int, folder: Path = RESULTS) -> Path:
     return folder / f"seed-{seed}.json"
 
 
-def load_seed(seed: int, commit: str, date: str, folder: Path = RESULTS) -> SeedResult:
-    """The stored result of ``seed``, or a fresh one stamped with ``commit`` and ``date``."""
+def load_seed(seed: int, commit: str, date: str, machine: str, folder: Path = RESULTS) -> SeedResult:
+    """The stored result of ``seed``, or a fresh one stamped with where and when it starts."""
     path = seed_path(seed, folder)
     if path.exists():
         return SeedResult.model_validate_json(path.read_text())
-    return SeedResult(seed=seed, commit=commit, date=date)
+    return SeedResult(seed=seed, commit=commit, date=date, machine=machine)
 
 
 def save_stage(result: SeedResult, stage: str, value: BaseModel, folder: Path = RESULTS) -> None:

@@ -1,0 +1,169 @@
+"""`make bench-free-learning`'s bars and doc section, from the stored per-seed results alone.
+
+The bars (mini-swe-agent, docs/benchmarks.md states them with the figures):
+- the SFT checkpoint's training pass rate (GRPO's first iteration, sampled by it) is at most 0.8;
+- GRPO raises the training pass rate (last iteration vs first) by at least 0.15 in every seed;
+- the mean rise less a one-sided 95% t bound across seeds is above zero (benchmarks/verdict.py);
+- the shuffled-reward control fails that same bound.
+The held-out rise and distillation's curve are reported whatever they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from benchmarks.free_learning.results import RunCurve, SeedResult
+from benchmarks.free_learning.seed_run import STAGES
+from benchmarks.verdict import SeedBound, seed_bound
+
+TITLE = "Learning by free sampling: mini-swe-agent"
+COMMAND = ".venv/bin/python benchmarks/bench_free_learning.py"
+MIN_SEEDS = 3
+MAX_SFT_PASS_RATE = 0.8
+MIN_RISE = 0.15
+
+
+def _complete(results: Sequence[SeedResult]) -> list[SeedResult]:
+    return [r for r in results if all(r.has(stage) for stage in STAGES)]
+
+
+@dataclass(frozen=True)
+class FreeLearningVerdict:
+    seeds: int  # complete seeds
+    sft_rates: tuple[float | None, ...]
+    rises: tuple[float | None, ...]
+    real: SeedBound | None  # None below 2 complete seeds
+    control: SeedBound | None
+
+    @property
+    def ok(self) -> bool:
+        return (
+            self.seeds >= MIN_SEEDS
+            and all(r is not None and r <= MAX_SFT_PASS_RATE for r in self.sft_rates)
+            and all(r is not None and r >= MIN_RISE for r in self.rises)
+            and self.real is not None and self.real.holds
+            and self.control is not None and not self.control.holds
+        )  # fmt: skip
+
+    def lines(self) -> list[str]:
+        def mark(ok: bool) -> str:
+            return "**PASS**" if ok else "**FAIL**"
+
+        if self.seeds < MIN_SEEDS:
+            head = [f"**INCOMPLETE**: {self.seeds} of {MIN_SEEDS} seeds stored; run the command again to resume"]
+        else:
+            head = []
+        sft_ok = bool(self.sft_rates) and all(r is not None and r <= MAX_SFT_PASS_RATE for r in self.sft_rates)
+        rise_ok = bool(self.rises) and all(r is not None and r >= MIN_RISE for r in self.rises)
+        lines = head + [
+            f"{mark(sft_ok)} the SFT checkpoint's training pass rate is at most {MAX_SFT_PASS_RATE}: {_list(self.sft_rates)}",
+            f"{mark(rise_ok)} GRPO raises it by at least {MIN_RISE} in every seed: {_list(self.rises, sign=True)}",
+        ]
+        if self.real is None or self.control is None:
+            return lines + ["the bounds across seeds need at least 2 complete seeds"]
+        return lines + [
+            f"{mark(self.real.holds)} the mean rise is above zero by the one-sided 95% t bound: {self.real.figures()}",
+            f"{mark(not self.control.holds)} the shuffled-reward control fails that bound: {self.control.figures()}",
+        ]
+
+
+def _list(values: Sequence[float | None], sign: bool = False) -> str:
+    return ", ".join("-" if v is None else (f"{v:+.3f}" if sign else f"{v:.3f}") for v in values) or "none yet"
+
+
+def verdict(results: Sequence[SeedResult]) -> FreeLearningVerdict:
+    done = _complete(results)
+    rises = tuple(r.curve("grpo").rise for r in done)
+    controls = [r.curve("control").rise for r in done]
+    bounded = len(done) >= 2 and None not in rises and None not in controls
+    return FreeLearningVerdict(
+        seeds=len(done),
+        sft_rates=tuple(r.curve("grpo").iterations[0].rate for r in done),
+        rises=rises,
+        real=seed_bound(rises) if bounded else None,  # type: ignore[arg-type]
+        control=seed_bound(controls) if bounded else None,  # type: ignore[arg-type]
+    )
+
+
+def _rate(result: SeedResult, stage: str) -> str:
+    if not result.has(stage):
+        return "-"
+    rates = result.pass_rates(stage)
+    return "-" if rates.rate is None else f"{rates.rate:.3f} ({sum(rates.passed)}/{len(rates.passed)})"
+
+
+def _curve(result: SeedResult, stage: str) -> str:
+    if not result.has(stage):
+        return "-"
+    curve: RunCurve = result.curve(stage)
+    return " → ".join("-" if p.rate is None else f"{p.rate:.3f}" for p in curve.iterations)
+
+
+def _tokens(result: SeedResult, stage: str) -> str:
+    if not result.has(stage):
+        return "-"
+    curve = result.curve(stage)
+    sampled = sum(t or 0 for t in curve.trained_tokens)
+    forced = sum(f or 0 for f in curve.forced_tokens)
+    return f"{sampled:,.0f} / {forced:,.0f}"
+
+
+def _held_out_rise(result: SeedResult) -> str:
+    if not (result.has("sft_held_out") and result.has("grpo_held_out")):
+        return "-"
+    before, after = result.pass_rates("sft_held_out").rate, result.pass_rates("grpo_held_out").rate
+    return "-" if before is None or after is None else f"{after - before:+.3f}"
+
+
+def seed_table(results: Sequence[SeedResult]) -> list[str]:
+    rows = [
+        ("teacher's recording (pass rate of the sessions)", lambda r: _rate(r, "record")),
+        ("untrained student, training tasks", lambda r: _rate(r, "untrained_train")),
+        ("untrained student, held-out tasks", lambda r: _rate(r, "untrained_held_out")),
+        ("SFT: sessions learned, epoch kept", _sft_cell),
+        ("SFT checkpoint, held-out tasks", lambda r: _rate(r, "sft_held_out")),
+        ("GRPO, training pass rate by iteration", lambda r: _curve(r, "grpo")),
+        ("GRPO's last checkpoint, held-out tasks", lambda r: _rate(r, "grpo_held_out")),
+        ("held-out rise (GRPO's last vs SFT)", _held_out_rise),
+        ("control (shuffled rewards), by iteration", lambda r: _curve(r, "control")),
+        ("distillation (teacher: GRPO's last), by iteration", lambda r: _curve(r, "distill")),
+        ("GRPO tokens trained: sampled / forced", lambda r: _tokens(r, "grpo")),
+        ("wall time of the seed's stages", lambda r: f"{r.wall_s / 60:.0f} min"),
+    ]
+    head = ["", *(f"seed {r.seed}" for r in results)]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * len(results)]
+    lines += ["| " + " | ".join([name, *(cell(r) for r in results)]) + " |" for name, cell in rows]
+    return lines
+
+
+def _sft_cell(result: SeedResult) -> str:
+    if not result.has("sft"):
+        return "-"
+    sft = result.stages["sft"]
+    return f"{sft['sessions']}, {sft['chosen_epoch']} of {sft['epochs']}"
+
+
+def section_markdown(results: Sequence[SeedResult]) -> str:
+    stamps = "; ".join(f"seed {r.seed}: commit {r.commit}, {r.date}, {r.machine or 'machine not recorded'}" for r in results)
+    lines = [
+        f"## {TITLE}",
+        "",
+        f"Command: `{COMMAND}` (`make bench-free-learning`), resumable seed by seed and stage by stage; "
+        "rendered from `benchmarks/results/free-learning/seed-*.json` alone. Made with: "
+        f"{stamps or 'no seed stored yet'}.",
+        "",
+        "`examples/cold-start.yaml` as shipped, through real mini-swe-agent on the default (sandboxed) runtime: the "
+        "reference teacher is recorded, the student (the tiny model, `model.tiny_seed` = the seed) is fine-tuned on "
+        "the passed sessions, then trained by GRPO with the dev engine sampling freely (`engine.dev_mode: sample`, no "
+        "candidates: every command, and its tool-call syntax, is the policy's own, read by the engine's parser). The "
+        "control and distillation runs start from the same SFT checkpoint with the same budget. A pass rate counts "
+        "graded rollouts (the verifier's verdict, a malformed call included as a failure); the held-out tasks are "
+        "`examples/tasks/cold-start/held-out`.",
+        "",
+        *seed_table(results),
+        "",
+        *(f"- {line}" for line in verdict(results).lines()),
+        "",
+    ]
+    return "\n".join(lines)

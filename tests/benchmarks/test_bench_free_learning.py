@@ -1,0 +1,95 @@
+"""The free-sampling benchmark's stored results, bars and doc section, on fixed numbers
+(no harness, no pipeline run): resuming reads what was stored, the section comes from the
+stored files alone, and each bar can fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.free_learning import report
+from benchmarks.free_learning.results import PassRates, RunCurve, load_seed, save_stage, stored_seeds
+from benchmarks.free_learning.seed_run import STAGES, SftStage
+from benchmarks.verdict import seed_bound
+
+
+def _rates(passes: int, graded: int = 20) -> PassRates:
+    return PassRates(passed=[True] * passes + [False] * (graded - passes), wall_s=60.0)
+
+
+def _curve(*passes: int) -> RunCurve:
+    n = len(passes)
+    return RunCurve(iterations=[_rates(p) for p in passes], trained_tokens=[900.0] * n, forced_tokens=[0.0] * n, wall_s=600.0)
+
+
+def _store_seed(folder: Path, seed: int, grpo: tuple[int, ...], control: tuple[int, ...], stop_after: str | None = None) -> None:
+    result = load_seed(seed, "abc1234", "2026-12-06 01:00 UTC", "2 CPU cores", folder)
+    values = {
+        "record": _rates(16), "untrained_train": _rates(0), "untrained_held_out": _rates(0, 10),
+        "sft": SftStage(sessions=60, target_tokens=5000, chosen_epoch=12, epochs=30, val_loss=0.4, left_out={}, wall_s=90.0),
+        "sft_held_out": _rates(2), "grpo": _curve(*grpo), "grpo_held_out": _rates(5),
+        "control": _curve(*control), "distill": _curve(3, 5, 6),
+    }  # fmt: skip
+    for stage in STAGES:
+        save_stage(result, stage, values[stage], folder)
+        if stage == stop_after:
+            return
+
+
+def test_a_stored_stage_is_read_back_and_resuming_skips_it(tmp_path: Path) -> None:
+    _store_seed(tmp_path, 0, (3, 6, 9), (3, 3, 4), stop_after="sft")
+    resumed = load_seed(0, "other", "later", "elsewhere", tmp_path)
+
+    assert [s for s in STAGES if resumed.has(s)] == ["record", "untrained_train", "untrained_held_out", "sft"]
+    assert (resumed.commit, resumed.machine) == ("abc1234", "2 CPU cores")  # the stamp of the seed's start
+    assert resumed.pass_rates("record").rate == pytest.approx(0.8)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_three_seeds_that_rise_pass_and_the_section_says_so(tmp_path: Path) -> None:
+    for seed, grpo in enumerate([(3, 7, 9), (2, 6, 8), (4, 8, 11)]):
+        _store_seed(tmp_path, seed, grpo, (3, 4, 3))
+    results = stored_seeds(tmp_path)
+    verdict = report.verdict(results)
+    section = report.section_markdown(results)
+
+    assert verdict.ok and verdict.rises == pytest.approx((0.3, 0.3, 0.35))
+    assert "0.150 → 0.350 → 0.450" in section  # seed 0's GRPO curve, from the stored verdicts
+    assert "| held-out rise (GRPO's last vs SFT) | +0.150 |" in section
+    assert "**FAIL**" not in section and "commit abc1234" in section
+
+
+@pytest.mark.parametrize(
+    ("grpo", "control", "failing"),
+    [
+        ([(3, 7, 9), (2, 6, 8), (4, 5, 6)], [(3, 4, 3)] * 3, "raises it by at least 0.15 in every seed"),  # seed 2: +0.10
+        ([(17, 19, 20), (2, 6, 8), (4, 8, 11)], [(3, 4, 3)] * 3, "training pass rate is at most 0.8"),
+        ([(3, 7, 9), (2, 6, 8), (4, 8, 11)], [(2, 6, 8), (3, 7, 9), (4, 8, 11)], "the shuffled-reward control fails"),
+    ],
+)
+def test_each_bar_can_fail(tmp_path: Path, grpo, control, failing: str) -> None:
+    for seed, (real, shuffled) in enumerate(zip(grpo, control, strict=True)):
+        _store_seed(tmp_path, seed, real, shuffled)
+    verdict = report.verdict(stored_seeds(tmp_path))
+
+    assert not verdict.ok
+    assert any(line.startswith("**FAIL**") and failing in line for line in verdict.lines())
+
+
+def test_fewer_seeds_than_three_are_incomplete_never_a_pass(tmp_path: Path) -> None:
+    _store_seed(tmp_path, 0, (3, 7, 9), (3, 4, 3))
+    _store_seed(tmp_path, 1, (2, 6, 8), (3, 4, 3), stop_after="grpo")
+    verdict = report.verdict(stored_seeds(tmp_path))
+
+    assert verdict.seeds == 1 and not verdict.ok
+    assert verdict.lines()[0].startswith("**INCOMPLETE**: 1 of 3 seeds stored")
+
+
+def test_the_seed_bound_is_the_one_sided_t_bound() -> None:
+    bound = seed_bound([0.2, 0.3, 0.25])
+    assert bound.t == pytest.approx(2.92, abs=0.005)  # 2 degrees of freedom
+    assert bound.lower == pytest.approx(0.25 - 2.92 * 0.05 / 3**0.5, abs=1e-3)
+    assert not seed_bound([0.3, -0.2, 0.1]).holds
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        seed_bound([0.3])
