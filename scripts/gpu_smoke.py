@@ -15,7 +15,10 @@ say nothing.
 2. ``verl_trainer``: the real GPU step, ``verl_update``: Ray, veRL's FSDP actor worker,
    one update through ``RecordedBatchTrainer``, FSDP shards merged by veRL's model
    merger into a checkpoint.
-3. ``vllm_serve``: when vLLM is importable, ``vllm serve`` on that checkpoint with our
+3. ``verl_sft``: `openforge sft`'s veRL backend, ``verl_sft_update``: veRL's own SFT trainer
+   (FSDP engine) in child processes on the batch's recorded calls as sessions, two epochs,
+   exported to a HuggingFace folder. Its wall time, per-epoch losses and export.
+4. ``vllm_serve``: when vLLM is importable, ``vllm serve`` on that checkpoint with our
    command line, gated on health and policy version, one chat completion with token ids
    and logprobs.
 """
@@ -94,14 +97,22 @@ def make_policy(out: Path, seed: int, shape: dict[str, Any]) -> Path:
 
 
 def recorded_batch(config: Any, *, tasks: int, prompt_tokens: int, turn_tokens: int, seed: int) -> Any:
-    """Our batch builder on synthetic recorded calls: two turns per rollout (the second extends
-    the first with tool output), rewards alternating 1/0 within each task's group; the
-    logprobs are placeholders until ``policy_logprobs`` fills in the policy's own."""
+    """Our batch builder on synthetic recorded calls (``synthetic_sessions``); the logprobs
+    are placeholders until ``policy_logprobs`` fills in the policy's own."""
+    from components.trainer.batch import build_batch
+
+    calls, records = synthetic_sessions(config, tasks=tasks, prompt_tokens=prompt_tokens, turn_tokens=turn_tokens, seed=seed)
+    data, _ = build_batch(calls, records, config.algorithm, pad_token_id=0, max_model_len=config.engine.max_model_len)
+    return data
+
+
+def synthetic_sessions(config: Any, *, tasks: int, prompt_tokens: int, turn_tokens: int, seed: int) -> tuple[dict, list]:
+    """Recorded calls by rollout and their reward records: two turns per rollout (the second
+    extends the first with tool output), rewards alternating 1/0 within each task's group."""
     import random
 
     from components.core.outcome import RewardRecord, RolloutStatus
     from components.core.trajectory import RecordedCall
-    from components.trainer.batch import build_batch
 
     rng = random.Random(seed)
     ids = lambda n: [rng.randrange(10, 4000) for _ in range(n)]  # noqa: E731 - inside the tokenizer's range
@@ -125,8 +136,7 @@ def recorded_batch(config: Any, *, tasks: int, prompt_tokens: int, turn_tokens: 
                     reward=float(sample % 2), usable=True, status=RolloutStatus.OK,
                 )  # fmt: skip
             )
-    data, _ = build_batch(calls, records, config.algorithm, pad_token_id=0, max_model_len=config.engine.max_model_len)
-    return data
+    return calls, records
 
 
 def policy_logprobs(policy: Path, data: Any, micro_size: int) -> dict[str, float]:
@@ -222,6 +232,27 @@ def stage_verl_trainer(policy: Path, data: Any, config: Any, work: Path) -> dict
     }
 
 
+def stage_verl_sft(policy: Path, sessions: dict, config: Any, work: Path) -> dict[str, Any]:
+    import torch
+
+    from components.trainer.verl_sft import export_hf_model, verl_sft_update
+
+    if not torch.cuda.is_available():  # --rehearse on a CPU: veRL's CPU platform and gloo
+        config = config.model_copy(update={"trainer": config.trainer.model_copy(update={"device": "cpu"})})
+    start = time.perf_counter()
+    report, run = verl_sft_update(config, sessions, policy, work)
+    trained_s = time.perf_counter() - start
+    exported = export_hf_model(run.model_dir, policy, work / "huggingface", {"policy_version": "0", "source": "gpu-smoke sft"})
+    return {
+        "wall_s_incl_startup": round(trained_s, 1),
+        "rows": report.rows,
+        "target_tokens": report.target_tokens,
+        "target_tokens_per_s_incl_startup": round(report.target_tokens * len(report.epochs) / trained_s),
+        "epochs": [e.model_dump(mode="json") for e in report.epochs],
+        "exported_files": sorted(p.name for p in exported.iterdir()),
+    }
+
+
 def stage_vllm_serve(checkpoint: Path, config: Any, work: Path, vllm_cli: str) -> dict[str, Any]:
     import subprocess
 
@@ -285,7 +316,7 @@ def main() -> int:
     parser.add_argument("--prompt-tokens", type=int, default=512)
     parser.add_argument("--turn-tokens", type=int, default=256)
     parser.add_argument("--steps", type=int, default=4, help="Timed updates of the update-loop stage.")
-    parser.add_argument("--skip", action="append", default=[], choices=["verl_trainer", "vllm_serve"])
+    parser.add_argument("--skip", action="append", default=[], choices=["verl_trainer", "verl_sft", "vllm_serve"])
     parser.add_argument("--rehearse", action="store_true", help="A tiny model, to rehearse the script without a GPU.")
     args = parser.parse_args()
 
@@ -295,6 +326,7 @@ def main() -> int:
         name="gpu-smoke",
         tasks={"source": "synthetic"},
         algorithm={"learning_rate": 1e-5, "micro_batch_size": 8},
+        sft={"recordings": "synthetic", "max_epochs": 2, "learning_rate": 1e-5, "micro_batch_size": 8},
         trainer={"backend": "verl", "n_gpus_per_node": 1},
         engine={"kind": "vllm", "max_model_len": 4096, "vllm": {"gpu_memory_utilization": 0.5, "extra_args": ["--enforce-eager"]}},
     )
@@ -307,6 +339,9 @@ def main() -> int:
     _run("update_loop", results, lambda: stage_update_loop(policy, data, config, args.steps))
     if "verl_trainer" not in args.skip:
         _run("verl_trainer", results, lambda: stage_verl_trainer(policy, data, config, args.work / "verl"))
+    if "verl_sft" not in args.skip:
+        calls, _ = synthetic_sessions(config, tasks=args.tasks, prompt_tokens=args.prompt_tokens, turn_tokens=args.turn_tokens, seed=0)
+        _run("verl_sft", results, lambda: stage_verl_sft(policy, calls, config, args.work / "verl-sft"))
     checkpoint = Path(results.get("verl_trainer", {}).get("checkpoint") or policy)
     vllm = results["machine"]["vllm_cli"]
     if "vllm_serve" not in args.skip and vllm:
