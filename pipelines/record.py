@@ -69,7 +69,9 @@ def record_command(
     with exits_on_failure(console, recording):
         evaluate_policy(recording, console, warm_start=warm_start, runtime=runtime)
     sessions, tokens = teacher_tokens(recording)
-    console.print(f"The teacher's tokens over {sessions} sessions: {tokens['prompt']:,} prompt, {tokens['completion']:,} completion")
+    prices = experiment.teacher.usd_per_million_tokens
+    cost = "" if prices is None else f"; ${prices.cost(tokens):,.2f} at teacher.usd_per_million_tokens"
+    console.print(f"The teacher's tokens over {sessions} sessions: {tokens['prompt']:,} prompt, {tokens['completion']:,} completion{cost}")
     record_id = recording.evaluation.id
     console.print(f"Fine-tune on it: sft: {{recordings: {experiment.name}, evaluation: {record_id}}}", soft_wrap=True)
 

@@ -18,6 +18,7 @@ that same name. Only the proxy sidecar is given it (docs/trainer.md, "Recording 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -28,6 +29,19 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The sandbox passes every OPENFORGE_* variable of the host to every container of a pod
 # (pipelines/executor/_isolation.py): a key under such a name would reach the harness.
 _PASSED_TO_EVERY_CONTAINER = "OPENFORGE_"
+
+
+class TeacherPrices(BaseModel):
+    """What the teacher's provider charges, in US dollars per million tokens."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: float = Field(ge=0, description="Per million prompt (input) tokens.")
+    completion: float = Field(ge=0, description="Per million completion (output) tokens.")
+
+    def cost(self, tokens: Mapping[str, int]) -> float:
+        """Dollars for ``tokens`` ({"prompt": n, "completion": m}, trajectory.model_tokens' shape)."""
+        return (tokens.get("prompt", 0) * self.prompt + tokens.get("completion", 0) * self.completion) / 1e6
 
 
 class TeacherConfig(BaseModel):
@@ -54,6 +68,11 @@ class TeacherConfig(BaseModel):
         "`secret` holding it on a cluster; unset: no key is sent.",
     )
     secret: str = Field("openforge-teacher", description="kind endpoint, on a cluster: the Secret that holds the key.")
+    usd_per_million_tokens: TeacherPrices | None = Field(
+        None,
+        description="kind endpoint: its prices, so each session's outcome keeps its cost in dollars "
+        "(extra.teacher_cost_usd) beside the tokens the teacher billed, and `openforge record` prints the total.",
+    )
 
     @field_validator("url")
     @classmethod
@@ -84,7 +103,7 @@ class TeacherConfig(BaseModel):
             if self.error_rate:
                 raise ValueError("teacher.error_rate applies to kind reference only; remove it")
         else:
-            given = [name for name in ("url", "model", "api_key_env") if getattr(self, name) is not None]
+            given = [name for name in ("url", "model", "api_key_env", "usd_per_million_tokens") if getattr(self, name) is not None]
             if given:
                 raise ValueError(f"teacher.kind reference serves the tasks' reference turns: remove teacher.{given[0]}")
         return self

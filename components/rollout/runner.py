@@ -373,7 +373,10 @@ class _Rollout:
         # Earlier attempts stay in the file, but the outcome speaks for the judged one.
         judged = latest_attempt(calls, attempt)
         self.record.num_calls = len(judged)
-        self.record.extra["model_tokens"] = model_tokens(judged)  # a recorded teacher's cost, by its own count
+        spent = self.record.extra["model_tokens"] = model_tokens(judged)  # a recorded teacher's cost, by its own count
+        teacher = self.config.recording_teacher
+        if teacher is not None and teacher.usd_per_million_tokens is not None:
+            self.record.extra["teacher_cost_usd"] = teacher.usd_per_million_tokens.cost(spent)
         if attempt:
             self.record.extra["calls_all_attempts"] = len(calls)
 

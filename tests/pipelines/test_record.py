@@ -19,6 +19,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from components.core.config import ExperimentConfig
+from components.core.outcome import Outcome
 from components.core.storage import RunLayout, open_store, run_layout
 from components.core.trajectory import read_session
 from pipelines.compile import compile_config
@@ -125,7 +126,8 @@ def test_an_endpoint_teacher_is_recorded_as_text_and_sft_makes_its_command_likel
     monkeypatch.delenv("VLLM_API_KEY")
     monkeypatch.setenv(KEY_ENV, key)
     try:
-        config = _config(tmp_path, tracking_uri, {"kind": "endpoint", "url": teacher.base_url, "model": teacher.model, "api_key_env": KEY_ENV})
+        config = _config(tmp_path, tracking_uri, {"kind": "endpoint", "url": teacher.base_url, "model": teacher.model, "api_key_env": KEY_ENV,
+                                                  "usd_per_million_tokens": {"prompt": 3.0, "completion": 15.0}})  # fmt: skip
         recording = eval_config(config, "base", eval_id="teacher", recording=True)
         summary = evaluate_policy(recording, Console(file=io.StringIO()), workdir=tmp_path / ".openforge", runtime="sandbox")
     finally:
@@ -141,6 +143,8 @@ def test_an_endpoint_teacher_is_recorded_as_text_and_sft_makes_its_command_likel
     # Each session keeps what the teacher billed for it.
     sessions, tokens = teacher_tokens(recording)
     assert sessions == 1 and tokens["prompt"] > 0 and tokens["completion"] >= len(SOLUTION) // 4
+    outcome = Outcome.model_validate_json(store.get_bytes(layout.outcome(0, "write-hello-s0")))
+    assert outcome.extra["teacher_cost_usd"] == pytest.approx((tokens["prompt"] * 3.0 + tokens["completion"] * 15.0) / 1e6)
     # The key reached the teacher (it answered) and nothing that was written down.
     for folder in (tmp_path / "store", tmp_path / ".openforge"):
         for path in folder.rglob("*"):

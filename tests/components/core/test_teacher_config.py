@@ -19,6 +19,9 @@ from components.core.teacher_config import TeacherConfig
         ({"kind": "endpoint", "url": "http://h:1", "model": "m", "api_key_env": "OPENFORGE_KEY"}, "reach every container"),
         ({"kind": "endpoint", "url": "http://h:1", "model": "m", "api_key_env": "MY-KEY"}, "environment variable's name"),
         ({"kind": "reference", "error_rate": 1.5}, "less than or equal to 1"),
+        ({"kind": "reference", "usd_per_million_tokens": {"prompt": 1, "completion": 2}}, "remove teacher.usd_per_million_tokens"),
+        ({"kind": "endpoint", "url": "http://h:1", "model": "m", "usd_per_million_tokens": {"prompt": -1, "completion": 2}},
+         "greater than or equal to 0"),
     ],
 )
 def test_a_teacher_takes_the_fields_of_its_kind(fields: dict, problem: str) -> None:
@@ -37,3 +40,8 @@ def test_a_recording_needs_a_teacher_and_a_reference_teacher_the_dev_engine() ->
     # Outside a recording the teacher answers nothing: a training config may carry it for `openforge record`.
     training = ExperimentConfig.model_validate({**raw, "evaluation": None, "teacher": {"kind": "reference"}})
     assert training.recording_teacher is None and not training.serves_a_book
+
+
+def test_a_priced_teacher_costs_its_tokens_at_its_prices() -> None:
+    teacher = TeacherConfig(kind="endpoint", url="http://h:1", model="m", usd_per_million_tokens={"prompt": 3, "completion": 15})
+    assert teacher.usd_per_million_tokens.cost({"prompt": 2_000_000, "completion": 100_000}) == pytest.approx(7.5)
