@@ -9,6 +9,7 @@ their tokens were not sampled by any policy it could compute a ratio against.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from components.core.trajectory import RecordedCall, chat_request
@@ -24,18 +25,8 @@ def with_student_tokens(call: RecordedCall, tokenizer: Any) -> RecordedCall:
 
     if not call.text_only:
         return call
-    if call.api != "chat.completions":
-        raise TextCallError(
-            f"session {call.session_id} call {call.call_index} is a text-only {call.api} call: only chat-completions "
-            "teachers can be tokenized for now; record the teacher through a harness that speaks chat completions"
-        )
-    choices = (call.response or {}).get("choices") or [{}]
-    message = choices[0].get("message") if isinstance(choices[0], dict) else None
-    if not isinstance(message, dict):
-        raise TextCallError(f"session {call.session_id} call {call.call_index} holds no answer message to tokenize")
-    request = chat_request(call)
-    reply = {"content": message.get("content"), **({"tool_calls": message["tool_calls"]} if message.get("tool_calls") else {})}
-    prompt, completion = chat_token_ids(tokenizer, request, reply)
+    reply = _chat_reply(call)
+    prompt, completion = chat_token_ids(tokenizer, chat_request(call), reply)
     return call.model_copy(
         update={
             "prompt_token_ids": prompt,
@@ -43,3 +34,38 @@ def with_student_tokens(call: RecordedCall, tokenizer: Any) -> RecordedCall:
             "completion_logprobs": [0.0] * len(completion),
         }
     )
+
+
+def _chat_reply(call: RecordedCall) -> dict[str, Any]:
+    """The teacher's answer as a chat assistant message (content, tool_calls), from the API the harness spoke.
+
+    The prompt side needs nothing of this kind: a translated call keeps the chat request it
+    became (``chat_request``), so only the answer is read back from the harness's shape.
+    """
+    response = call.response if isinstance(call.response, dict) else {}
+    if call.api == "chat.completions":
+        choices = response.get("choices") or [{}]
+        message = choices[0].get("message") if isinstance(choices[0], dict) else None
+        if isinstance(message, dict):
+            return {"content": message.get("content"), **({"tool_calls": message["tool_calls"]} if message.get("tool_calls") else {})}
+    elif call.api == "anthropic.messages":
+        if isinstance(response.get("content"), list):
+            return _messages_reply(response["content"])
+    else:
+        raise TextCallError(
+            f"session {call.session_id} call {call.call_index} is a text-only {call.api} call: only chat-completions and "
+            "Anthropic Messages teachers can be tokenized for now; record the teacher through a harness that speaks one of them"
+        )
+    raise TextCallError(f"session {call.session_id} call {call.call_index} holds no answer message to tokenize")
+
+
+def _messages_reply(blocks: list[Any]) -> dict[str, Any]:
+    # As the proxy's Messages surface maps a chat answer: text blocks are the content, each
+    # tool_use block a tool call whose id the harness echoes in its tool_result.
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    calls = [
+        {"id": b.get("id"), "type": "function", "function": {"name": b.get("name"), "arguments": json.dumps(b.get("input") or {})}}
+        for b in blocks
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+    return {"content": "".join(texts) or None, **({"tool_calls": calls} if calls else {})}

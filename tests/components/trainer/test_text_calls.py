@@ -105,12 +105,48 @@ def test_a_text_only_teacher_tokenized_is_what_the_students_engine_sees_and_sft_
     assert log_p() - before > 20.0, (before, log_p())
 
 
-def test_only_chat_completions_text_calls_can_be_tokenized(tmp_path: Path) -> None:
+def test_text_calls_of_another_api_are_refused_naming_the_ones_that_tokenize(tmp_path: Path) -> None:
     from components.core.trajectory import RecordedCall
 
     call = RecordedCall(
-        session_id="s", call_index=0, api="anthropic.messages", request={}, text_only=True, started_at=0.0,
+        session_id="s", call_index=0, api="responses", request={}, text_only=True, started_at=0.0,
         latency_ms=1.0, upstream_status=200,
     )  # fmt: skip
-    with pytest.raises(TextCallError, match="chat completions"):
+    with pytest.raises(TextCallError, match="only chat-completions and Anthropic Messages teachers"):
         with_student_tokens(call, tokenizer=None)
+
+
+def _messages_session(proxy_url: str, session: str) -> None:
+    """Two Messages calls as Claude Code makes them: the task, then the tool's result."""
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=f"{proxy_url}/s/{session}", api_key="unused", max_retries=0, timeout=60)
+    tools = [{"name": "shell", "description": "Run a shell command.",
+              "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]  # fmt: skip
+    messages: list[dict] = [{"role": "user", "content": "Write hello to hello.txt."}]
+    first = client.messages.create(model="m", max_tokens=256, system="You run commands.", tools=tools, messages=messages)
+    (use,) = [block for block in first.content if block.type == "tool_use"]
+    messages += [
+        {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": ""}]},
+    ]
+    client.messages.create(model="m", max_tokens=256, system="You run commands.", tools=tools, messages=messages)
+
+
+def test_a_text_only_teacher_behind_the_messages_surface_tokenizes_as_the_students_engine_sees_it(
+    teacher, student: Path, tmp_path: Path
+) -> None:
+    """What Claude Code's recordings hold: the request translated to chat, the answer a Message."""
+    from transformers import AutoTokenizer
+
+    for name, flags in (("ids", ()), ("text", ("--teacher",))):
+        with _proxy(teacher.url, tmp_path / name, *flags) as proxy:
+            _messages_session(proxy.url, f"write-hello-{name}")
+    with_ids = read_session(tmp_path / "ids" / "write-hello-ids.jsonl")
+    as_text = read_session(tmp_path / "text" / "write-hello-text.jsonl")
+
+    assert [c.api for c in as_text] == ["anthropic.messages"] * 2 and all(c.text_only for c in as_text)
+    tokenizer = AutoTokenizer.from_pretrained(student)
+    for engine_saw, ours in zip(with_ids, (with_student_tokens(c, tokenizer) for c in as_text), strict=True):
+        assert ours.prompt_token_ids == engine_saw.prompt_token_ids
+        assert ours.completion_token_ids == engine_saw.completion_token_ids
