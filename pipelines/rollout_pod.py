@@ -38,7 +38,7 @@ def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
         # The URL comes in as the rollout's serve-address, from a workflow parameter: data, which
         # the local executor never takes for one of the pod's own ports (a teacher on this
         # machine's loopback), and which a rerun from the Argo UI may point elsewhere.
-        upstream, mode = SERVE_ADDRESS, ["--teacher", "--served-model", teacher.model]
+        upstream, mode = SERVE_ADDRESS, ["--teacher", "--teacher-api", teacher.api, "--served-model", teacher.model]
         if teacher.api_key_env is not None:
             env.append(SecretEnv(name=UPSTREAM_KEY_ENV, secret_name=teacher.secret, secret_key=teacher.api_key_env))
     return UserContainer(

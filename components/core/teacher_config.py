@@ -62,6 +62,12 @@ class TeacherConfig(BaseModel):
     )
     url: str | None = Field(None, description="kind endpoint: the endpoint's base URL (http(s)://HOST[:PORT][/v1]).")
     model: str | None = Field(None, description="kind endpoint: the model name sent to it.")
+    api: Literal["chat", "messages"] = Field(
+        "chat",
+        description="kind endpoint: the API it speaks. chat: OpenAI-compatible chat completions, whatever the harness "
+        "speaks; messages: Anthropic Messages, for a harness that speaks Messages (Claude Code), whose calls then "
+        "pass through as sent and get the teacher's own Messages back.",
+    )
     api_key_env: str | None = Field(
         None,
         description="kind endpoint: the environment variable holding its API key locally, and the key of "
@@ -104,6 +110,7 @@ class TeacherConfig(BaseModel):
                 raise ValueError("teacher.error_rate applies to kind reference only; remove it")
         else:
             given = [name for name in ("url", "model", "api_key_env", "usd_per_million_tokens") if getattr(self, name) is not None]
+            given += ["api"] if self.api != "chat" else []
             if given:
                 raise ValueError(f"teacher.kind reference serves the tasks' reference turns: remove teacher.{given[0]}")
         return self

@@ -28,12 +28,14 @@ from components.proxy.errors import ProxyError, bad_request, error_response, ups
 from components.proxy.http_client import Response
 from components.proxy.images import ImageStore, may_hold_images, record_images
 from components.proxy.limits import Admission
+from components.proxy.passthrough import MessagesPassthrough, refuse_other_surfaces
 from components.proxy.provenance import TokenProvenance
 from components.proxy.recorder import Recorder, RecordingError
 from components.proxy.restore import SessionRestorer
 from components.proxy.retries import deliver
 from components.proxy.sessions import call_session, check_path_attempt
 from components.proxy.surfaces import Surface
+from components.proxy.surfaces.messages import MessagesSurface
 from components.proxy.upstream import Upstream
 from components.proxy.upstream_chat import (
     ChatStreamAssembler,
@@ -48,6 +50,8 @@ _log = logging.getLogger(__name__)
 _SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _NO_COMPLETION = Completion()
 _DRAIN_TIMEOUT_S = 5.0
+# A passed-through Message's stop_reason as the chat finish_reason records keep.
+_CHAT_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool_calls", "max_tokens": "length"}
 
 
 class _EventStream(web.StreamResponse):
@@ -75,6 +79,9 @@ class CallHandler:
         self._images = ImageStore(config.out, fsync=config.fsync)
         self._conversations = Conversations(config.responses_store_mb)
         self.admission = Admission(config, recorder)
+        self._passthrough = None
+        if config.teacher_api == "messages":
+            self._passthrough = MessagesPassthrough(upstream, self._record_teacher, self._fail_passthrough)
 
     async def handle(self, request: web.Request, surface: Surface) -> web.StreamResponse:
         admission = self.admission
@@ -97,6 +104,8 @@ class CallHandler:
             call, upstream_body = await self._begin(request, surface, session_id, started_at, t0)
         except ProxyError as err:
             return _error_response(surface, err)  # refused before the upstream saw it: nothing to record
+        if self._passthrough is not None:
+            return await self._passthrough.answer(request, call)
         if call.stream:
             return await self._stream(request, surface, call, upstream_body)
         return await self._complete(surface, call, upstream_body)
@@ -112,13 +121,16 @@ class CallHandler:
         except orjson.JSONDecodeError as exc:
             raise bad_request(f"request body is not valid JSON: {exc}") from None
         parsed = surface.parse(body)
+        if self._passthrough is not None:
+            refuse_other_surfaces(surface.api)
         digest = _digest(parsed)  # first: it also refuses what could not be recorded
         await self.restorer.ensure(session_id)  # a restarted proxy learns the session's earlier calls
         stream = surface.is_stream(parsed)
         # A Responses call naming previous_response_id is translated as the whole conversation.
         expanded, continued = self._conversations.expand(session_id, surface.api, parsed)
         chat_request, notes = surface.to_upstream(expanded)
-        models = await self._upstream.models()  # also keeps the policy version fresh
+        # Also keeps the policy version fresh; a Messages teacher is named (--served-model), never listed.
+        models = None if self._passthrough is not None else await self._upstream.models()
         model = self._config.served_model or (models.first_id if models is not None else None)
         base_seed = self._config.sampling_seed
         seed = None if base_seed is None else call_seed(base_seed, session_id, attempt_number, chat_request)
@@ -289,6 +301,13 @@ class CallHandler:
         completion = extract_completion(chat, call.text_only)
         response = surface.to_client(chat, call.request)
         await self._record(call, response, completion, 200, error or completion.problem, chat=chat)
+
+    async def _record_teacher(self, call: Call, message: dict[str, Any] | None, status: int, error: str | None) -> None:
+        stop = None if message is None else _CHAT_FINISH.get(message.get("stop_reason"))
+        await self._record(call, message, Completion(finish_reason=stop), status, error)
+
+    async def _fail_passthrough(self, call: Call, err: ProxyError, upstream_status: int) -> web.Response:
+        return await self._fail(MessagesSurface(), call, err, upstream_status)
 
     async def _fail(self, surface: Surface, call: Call, err: ProxyError, upstream_status: int) -> web.Response:
         _log.warning("call in session %s failed: %s", call.session_id, err.message)

@@ -26,6 +26,10 @@ def proxy_command(
         bool,
         typer.Option("--teacher", help="Record a teacher for SFT: any OpenAI-compatible endpoint, recorded as text."),
     ] = False,
+    teacher_api: Annotated[
+        str,
+        typer.Option("--teacher-api", help="With --teacher: chat (OpenAI-compatible) or messages (Anthropic Messages, passed through)."),
+    ] = "chat",
     sampling_seed: Annotated[
         Optional[str],
         typer.Option(help="With --training: seed each call from this label, its session and its turn (reproducible rollouts)."),
@@ -87,6 +91,7 @@ def proxy_command(
             served_model=served_model,
             training=training,
             teacher=teacher,
+            teacher_api=teacher_api,
             sampling_seed=sampling_seed,
             token_provenance=token_provenance,
             tool_call_parser=None if tool_call_parser == "none" else tool_call_parser,

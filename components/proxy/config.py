@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, SecretBytes, SecretStr, field_validator, model_validator
 
 from components.core.parsers import ChatParsers, ReasoningParserName, ToolCallParserName
@@ -38,6 +40,12 @@ class ProxyConfig(BaseModel):
         "$OPENFORGE_UPSTREAM_API_KEY) that need not return token ids. Engine-only fields are not sent, the "
         "teacher samples as it was asked, and calls are recorded as text (`text_only`), tokenized with the "
         "student's chat template when SFT reads them (docs/proxy.md#recording-a-teacher).",
+    )
+    teacher_api: Literal["chat", "messages"] = Field(
+        "chat",
+        description="With teacher: the API the teacher speaks. chat: any OpenAI-compatible chat endpoint; "
+        "messages: an Anthropic Messages endpoint, to which a Messages-speaking harness's calls pass through as "
+        "sent (its key as x-api-key), the teacher's Message returned as it came (docs/proxy.md#recording-a-teacher).",
     )
     sampling_seed: str | None = Field(
         None,
@@ -132,6 +140,8 @@ class ProxyConfig(BaseModel):
         # mode (the policy's distribution, its sampled ids spliced back) can apply to them.
         if self.teacher and (self.training or self.token_provenance):
             raise ValueError("a teacher is recorded as it samples and as text: leave out --training and --token-provenance")
+        if self.teacher_api != "chat" and not self.teacher:
+            raise ValueError("--teacher-api names a teacher's API: add --teacher, or leave it out")
         return self
 
     @field_validator("upstream")

@@ -18,6 +18,7 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -104,7 +105,9 @@ class Upstream:
         key = config.upstream_api_key
         self._key = None if key is None else key.get_secret_value()
         headers = {"Accept": "application/json, text/event-stream"}
-        if self._key is not None:  # only the proxy's own upstream key goes out, never the harness's
+        if self._key is not None and config.teacher_api == "messages":  # Anthropic's header for its keys
+            headers["x-api-key"] = self._key
+        elif self._key is not None:  # only the proxy's own upstream key goes out, never the harness's
             headers["Authorization"] = f"Bearer {self._key}"
         self._replicas = [
             _Replica(index, url, UpstreamClient(
@@ -129,6 +132,10 @@ class Upstream:
         """Send a text-completion request (a token-id prompt); the caller reads and releases the response."""
         return await self._post("/v1/completions", body, call)
 
+    async def post_messages(self, body: bytes, call: SendsToReplica, headers: Mapping[str, str]) -> Response:
+        """Pass a Messages request through to a Messages teacher, with the harness's ``anthropic-*`` headers."""
+        return await self._post("/v1/messages", body, call, headers)
+
     async def tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
         """vLLM's ``POST /tokenize`` (a chat rendered by the engine's template); ProxyError on failure."""
         try:
@@ -144,12 +151,12 @@ class Upstream:
             raise ProxyError(502, problem, code="upstream_invalid")
         return data
 
-    async def _post(self, path: str, body: bytes, call: SendsToReplica) -> Response:
+    async def _post(self, path: str, body: bytes, call: SendsToReplica, headers: Mapping[str, str] | None = None) -> Response:
         replica = self._replica_for(call.session_id)
         if len(self._replicas) > 1:
             call.upstream_replica = replica.index
         try:
-            return await replica.http.request("POST", path, body, headers={SESSION_HEADER: call.session_id})
+            return await replica.http.request("POST", path, body, headers={**(headers or {}), SESSION_HEADER: call.session_id})
         except OSError as exc:  # TimeoutError and ConnectionError are OSErrors
             err = self.failure(exc)
             err.undelivered = undelivered(exc)  # no response header came: the caller may send it again

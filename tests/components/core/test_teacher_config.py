@@ -19,6 +19,8 @@ from components.core.teacher_config import TeacherConfig
         ({"kind": "endpoint", "url": "http://h:1", "model": "m", "api_key_env": "OPENFORGE_KEY"}, "reach every container"),
         ({"kind": "endpoint", "url": "http://h:1", "model": "m", "api_key_env": "MY-KEY"}, "environment variable's name"),
         ({"kind": "reference", "error_rate": 1.5}, "less than or equal to 1"),
+        ({"kind": "reference", "api": "messages"}, "remove teacher.api"),
+        ({"kind": "endpoint", "url": "http://h:1", "model": "m", "api": "responses"}, "'chat' or 'messages'"),
         ({"kind": "reference", "usd_per_million_tokens": {"prompt": 1, "completion": 2}}, "remove teacher.usd_per_million_tokens"),
         ({"kind": "endpoint", "url": "http://h:1", "model": "m", "usd_per_million_tokens": {"prompt": -1, "completion": 2}},
          "greater than or equal to 0"),
