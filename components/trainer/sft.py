@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -35,6 +35,10 @@ class SftEpoch(BaseModel):
     token_accuracy: float
     val_loss: float | None = None
     val_token_accuracy: float | None = None
+
+    def summary(self) -> str:
+        held = "" if self.val_loss is None else f", held-out loss {self.val_loss:.4f} accuracy {self.val_token_accuracy or 0:.3f}"
+        return f"loss {self.loss:.4f}, token accuracy {self.token_accuracy:.3f}{held}"
 
 
 class SftReport(BaseModel):
@@ -93,8 +97,10 @@ def sft_update(
     seed: int,
     pad_token_id: int,
     max_model_len: int,
+    on_epoch: Callable[[SftEpoch], None] | None = None,
 ) -> SftReport:
-    """Fine-tune ``model`` in place on the sessions; it ends with the chosen epoch's weights."""
+    """Fine-tune ``model`` in place on the sessions; it ends with the chosen epoch's weights.
+    ``on_epoch`` sees each epoch as it ends (the step logs it: a long fine-tuning shows progress)."""
     import torch
 
     if not calls_by_session:
@@ -120,6 +126,8 @@ def sft_update(
             if best is None or record.val_loss < best[0]:
                 best = (record.val_loss, epoch, copy.deepcopy(model.state_dict()))
         epochs.append(record)
+        if on_epoch is not None:
+            on_epoch(record)
     chosen = max_epochs
     if best is not None:
         chosen = best[1]

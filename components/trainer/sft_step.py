@@ -101,6 +101,7 @@ def sft_from_store(config: ExperimentConfig, store: ArtifactStore) -> tuple[SftR
             report = sft_update(
                 model, sessions, settings, max_epochs=sft.max_epochs, held_out=sft.held_out, seed=config.seed,
                 pad_token_id=pad if pad is not None else 0, max_model_len=config.engine.max_model_len,
+                on_epoch=lambda e: print(f"sft epoch {e.epoch}/{sft.max_epochs}: {e.summary()}", flush=True),
             )  # fmt: skip
             save_checkpoint(model, base, out, info | {"epoch": report.chosen_epoch})
         report.left_out = dict(left_out)

@@ -70,6 +70,7 @@ def test_sft_learns_the_passed_sessions_and_commits_a_policy_a_run_can_start_fro
     # The SFT WorkflowTemplate ran through the local executor: its one step's log says what it kept.
     step_log = (tmp_path / ".openforge" / "executor" / "cold" / "sft" / "logs" / "cold-sft" / "main.log").read_text()
     assert "kept epoch" in step_log, step_log
+    assert "sft epoch 1/2: loss " in step_log and "sft epoch 2/2: loss " in step_log, step_log  # progress, epoch by epoch
     layout = RunLayout("cold")
     path = sft_policy_path(store, layout)
     assert f"model.path: {path}" in result.output.replace("\n", "")
