@@ -61,6 +61,8 @@ def record_command(
 
         for path in write_manifests(recording, out):
             typer.echo(f"wrote {path}")
+        if recording.endpoint_teacher is not None:
+            typer.echo(f"wrote {_write_egress_policy(recording, out)} (apply it with the Workflow: rollout pods reach only the serve step otherwise)")
         if check:
             check_or_exit(compile_config(recording))
         return
@@ -74,6 +76,15 @@ def record_command(
     console.print(f"The teacher's tokens over {sessions} sessions: {tokens['prompt']:,} prompt, {tokens['completion']:,} completion{cost}")
     record_id = recording.evaluation.id
     console.print(f"Fine-tune on it: sft: {{recordings: {experiment.name}, evaluation: {record_id}}}", soft_wrap=True)
+
+
+def _write_egress_policy(recording: ExperimentConfig, out: Path) -> Path:
+    from pipelines.manifest_yaml import dump_manifest
+    from pipelines.teacher_egress import POLICY_FILE, teacher_egress_policy
+
+    path = out / recording.name / POLICY_FILE
+    path.write_text(dump_manifest(teacher_egress_policy(recording)))
+    return path
 
 
 def teacher_tokens(recording: ExperimentConfig) -> tuple[int, dict[str, int]]:

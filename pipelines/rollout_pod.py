@@ -13,6 +13,7 @@ from components.proxy.cli import UPSTREAM_KEY_ENV
 from pipelines import pod_specs
 from pipelines.steps import STEPS
 from pipelines.steps._spec import ITERATION, Artifact
+from pipelines.teacher_egress import teacher_egress_labels
 from pipelines.steps.rollout import PROXY_PORT, TRAJECTORY_DIR, WORK_DIR, WORK_VOLUME
 
 SERVE_ADDRESS = "{{inputs.parameters.serve-address}}"
@@ -104,7 +105,7 @@ def rollout_template(config: ExperimentConfig) -> Container:
         active_deadline_seconds="{{inputs.parameters.deadline}}",
         automount_service_account_token=False,
         executor=m.ExecutorConfig(service_account_name=cluster.service_account),
-        labels=pod_specs.step_labels("rollout"),
+        labels={**pod_specs.step_labels("rollout"), **teacher_egress_labels(config)},
         retry_strategy=pod_specs.retry_infrastructure(),
         **pod_specs.placement(cluster, "rollout"),
     )

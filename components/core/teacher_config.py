@@ -17,6 +17,7 @@ that same name. Only the proxy sidecar is given it (docs/trainer.md, "Recording 
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Literal
@@ -74,6 +75,12 @@ class TeacherConfig(BaseModel):
         "`secret` holding it on a cluster; unset: no key is sent.",
     )
     secret: str = Field("openforge-teacher", description="kind endpoint, on a cluster: the Secret that holds the key.")
+    egress_cidrs: list[str] | None = Field(
+        None,
+        description="kind endpoint, on a cluster: the addresses (CIDRs) a recording's rollout pods may reach the teacher "
+        "at, in the NetworkPolicy `openforge record --compile-only` writes (it cannot name hosts). Unset: any public "
+        "address on the teacher's port (private, loopback, link-local and carrier-grade NAT ranges excepted).",
+    )
     usd_per_million_tokens: TeacherPrices | None = Field(
         None,
         description="kind endpoint: its prices, so each session's outcome keeps its cost in dollars "
@@ -85,6 +92,16 @@ class TeacherConfig(BaseModel):
     def _http(cls, value: str | None) -> str | None:
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError(f"teacher.url {value!r} must start with http:// or https://")
+        return value
+
+    @field_validator("egress_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str] | None) -> list[str] | None:
+        for cidr in value or ():
+            try:
+                ipaddress.ip_network(cidr)
+            except ValueError as exc:
+                raise ValueError(f"teacher.egress_cidrs: {exc} (write an address block such as 203.0.113.0/24)") from None
         return value
 
     @field_validator("api_key_env")
@@ -109,7 +126,7 @@ class TeacherConfig(BaseModel):
             if self.error_rate:
                 raise ValueError("teacher.error_rate applies to kind reference only; remove it")
         else:
-            given = [name for name in ("url", "model", "api_key_env", "usd_per_million_tokens") if getattr(self, name) is not None]
+            given = [name for name in ("url", "model", "api_key_env", "egress_cidrs", "usd_per_million_tokens") if getattr(self, name) is not None]
             given += ["api"] if self.api != "chat" else []
             if given:
                 raise ValueError(f"teacher.kind reference serves the tasks' reference turns: remove teacher.{given[0]}")

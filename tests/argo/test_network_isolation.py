@@ -7,6 +7,7 @@ from typing import Any
 
 import yaml
 
+from components.core.config import ExperimentConfig
 from pipelines.compile import compile_config
 from pipelines.iteration import SERVE_PORT
 from pipelines.pod_specs import STEP_LABEL
@@ -120,3 +121,18 @@ def test_no_rollout_container_opens_a_way_around_the_policies() -> None:
     assert not rollout.get("hostNetwork") and "hostNetwork" not in rollout.get("podSpecPatch", "")
     for container in (rollout["container"], *rollout["sidecars"]):
         assert all("hostPort" not in port for port in container.get("ports", [])), container["name"]
+
+
+def test_the_distillation_teacher_answers_its_distill_step_only() -> None:
+    raw = cluster_example_config().model_dump(mode="json")
+    raw["algorithm"]["distillation"] = {"teacher_model": "s3://bucket/teacher"}
+    doc = compile_config(ExperimentConfig.model_validate(raw))[0]
+    policy = _policies()["serve-teacher"]
+    assert _selects(policy["spec"]["podSelector"], _pod_labels(doc, "serve-teacher"))
+    (rule,) = policy["spec"]["ingress"]
+    assert [_selects(peer["podSelector"], _pod_labels(doc, "distill")) for peer in rule["from"]] == [True]
+    assert not any(_selects(peer["podSelector"], _pod_labels(doc, "rollout")) for peer in rule["from"])
+    assert rule["ports"] == [{"protocol": "TCP", "port": SERVE_PORT}]
+    teach = {t["name"]: t for t in template(doc, "teach")["dag"]["tasks"]}
+    address = next(p["value"] for p in teach["distill"]["arguments"]["parameters"] if p["name"] == "teacher-address")
+    assert address == f"{{{{tasks.serve-teacher.ip}}}}:{SERVE_PORT}"

@@ -80,11 +80,21 @@ def test_record_refuses_a_config_without_a_teacher_and_compiles_what_it_runs(tmp
     result = CliRunner().invoke(app, ["record", str(path)])
     assert result.exit_code == 2 and "needs a `teacher:` section" in result.output
 
-    endpoint = {"kind": "endpoint", "url": "http://10.0.0.9:8000/v1", "model": "big", "api_key_env": "TEACHER_KEY", "secret": "keys"}
+    endpoint = {"kind": "endpoint", "url": "http://10.0.0.9:8000/v1", "model": "big", "api_key_env": "TEACHER_KEY", "secret": "keys",
+                "egress_cidrs": ["10.0.0.9/32"]}  # fmt: skip
     path.write_text(yaml.safe_dump({**bare, "teacher": endpoint}))
     compiled = CliRunner().invoke(app, ["record", str(path), "--compile-only", "--check", "--out", str(tmp_path / "argo"), "--id", "r1"])
     assert compiled.exit_code == 0 and "no problems" in compiled.output, compiled.output
     assert "TEACHER_KEY" in (tmp_path / "argo" / "recorded" / "eval-workflow.yaml").read_text()  # the key's name, never its value
+    # Egress to the teacher: this recording's rollout pods alone, the teacher's port, the addresses the config names.
+    policy = yaml.safe_load((tmp_path / "argo" / "recorded" / "teacher-egress.yaml").read_text())
+    workflow = yaml.safe_load((tmp_path / "argo" / "recorded" / "eval-workflow.yaml").read_text())
+    rollout_labels = next(t for t in workflow["spec"]["templates"] if t["name"] == "rollout")["metadata"]["labels"]
+    assert policy["kind"] == "NetworkPolicy" and policy["spec"]["policyTypes"] == ["Egress"]
+    assert policy["spec"]["podSelector"]["matchLabels"] == rollout_labels == {
+        "openforge.dev/step": "rollout", "openforge.dev/teacher-egress": "recorded"}  # fmt: skip
+    (rule,) = policy["spec"]["egress"]
+    assert rule == {"to": [{"ipBlock": {"cidr": "10.0.0.9/32"}}], "ports": [{"protocol": "TCP", "port": 8000}]}
     for teacher in ({"kind": "reference", "error_rate": 0.2}, endpoint):
         recording = eval_config(_config(tmp_path / teacher["kind"], "sqlite:///unused.db", teacher), "base", eval_id="r", recording=True)
         (workflow,) = compile_config(recording)

@@ -47,3 +47,16 @@ def test_a_recording_needs_a_teacher_and_a_reference_teacher_the_dev_engine() ->
 def test_a_priced_teacher_costs_its_tokens_at_its_prices() -> None:
     teacher = TeacherConfig(kind="endpoint", url="http://h:1", model="m", usd_per_million_tokens={"prompt": 3, "completion": 15})
     assert teacher.usd_per_million_tokens.cost({"prompt": 2_000_000, "completion": 100_000}) == pytest.approx(7.5)
+
+
+def test_a_teachers_egress_defaults_to_public_addresses_on_its_port() -> None:
+    from pipelines.teacher_egress import teacher_egress_policy
+
+    raw = {"name": "rec", "tasks": {"source": "x"}, "evaluation": {"id": "e", "checkpoint": "base", "recording": True},
+           "teacher": {"kind": "endpoint", "url": "https://api.teacher.example/v1", "model": "m"}}  # fmt: skip
+    (rule,) = teacher_egress_policy(ExperimentConfig.model_validate(raw))["spec"]["egress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 443}]
+    (peer,) = rule["to"]
+    assert peer["ipBlock"]["cidr"] == "0.0.0.0/0" and {"10.0.0.0/8", "169.254.0.0/16"} <= set(peer["ipBlock"]["except"])
+    with pytest.raises(ValidationError, match=r"teacher.egress_cidrs: .* \(write an address block"):
+        TeacherConfig(kind="endpoint", url="http://h:1", model="m", egress_cidrs=["api.teacher.example"])
