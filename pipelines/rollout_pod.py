@@ -32,6 +32,8 @@ def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
     if teacher is None:
         upstream, mode = f"http://{SERVE_ADDRESS}", [
             "--training",
+            # Only when not the default: the manifests of temperature-1 runs stay as they were.
+            *(["--temperature", str(config.algorithm.temperature)] if config.algorithm.temperature != 1.0 else []),
             # Per iteration: a rollout id recurs every iteration and must not redraw the same numbers.
             *(["--sampling-seed", f"{config.seed}/{ITERATION}"] if config.rollout.seeded_sampling else []),
         ]

@@ -21,7 +21,13 @@ class AlgorithmConfig(BaseModel):
 
     name: Literal["grpo"] = "grpo"
     learning_rate: float = Field(1e-4, gt=0)
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature; the proxy enforces it and training checks it.")
+    temperature: float = Field(
+        1.0,
+        gt=0,
+        description="Sampling temperature of training rollouts: the proxy sends it on every call (--training "
+        "--temperature), the engine returns the logprobs of that distribution, and the trainer scores the policy at it "
+        "and refuses calls sampled otherwise. Below 1 a weak policy passes more often, so more GRPO groups carry a signal.",
+    )
     clip_ratio: float = Field(0.2, gt=0, description="PPO clip range (low and high).")
     kl_coef: float = Field(0.0, ge=0, description="KL penalty against the reference policy (0: off, the GRPO default here).")
     loss_agg_mode: Literal["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"] = "token-mean"

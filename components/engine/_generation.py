@@ -1,7 +1,9 @@
 """The generation loop: one request at a time, KV-cached, float32, in a worker thread.
 
-Each step reports the chosen token, the model's raw log-softmax for it (vLLM's default
-``raw_logprobs`` mode: before temperature, top-k or top-p), optional top alternatives,
+Each step reports the chosen token, its log-probability under the distribution it was
+drawn from (after temperature, top-k and top-p, as the vLLM this project launches reports
+in ``processed_logprobs`` mode; a forced or greedy token's is the model's raw log-softmax,
+the same at temperature 1), optional top alternatives,
 and the text that became final. Forced tokens (scripted and choice modes) go through the
 very same loop, so their logprobs are the model's own; being known in advance, they run
 through the model as one chunk rather than a step each.
@@ -175,7 +177,9 @@ class ModelRunner:
                     banned = text_only
                 else:
                     banned = sorted(ending_ids) if index < params.min_tokens else []
-                token = pick_token(logits, params, generator, banned)
+                token, drawn_from = pick_token(logits, params, generator, banned)
+                if drawn_from is not None:
+                    logprobs = drawn_from
             step = Step(token_id=token, logprob=float(logprobs[token]), text="")
             if params.top_logprobs:
                 values, ids = torch.topk(logprobs, params.top_logprobs)

@@ -40,15 +40,16 @@ class SamplingParams:
         }
 
 
-def pick_token(logits: Any, params: SamplingParams, generator: Any, banned: list[int]) -> int:
-    """Sample one token id from raw ``logits`` (1-D float tensor) under ``params``."""
+def sampling_logits(logits: Any, params: SamplingParams, banned: list[int]) -> Any | None:
+    """The logits of the distribution a token is drawn from: ``logits`` (1-D, raw) with
+    ``banned`` removed, over the temperature, top-k and top-p cut; None when greedy."""
     import torch
 
     if banned:
         logits = logits.clone()
         logits[banned] = float("-inf")
     if params.temperature < _GREEDY_BELOW:
-        return int(torch.argmax(logits))
+        return None
     logits = logits / params.temperature
     if 0 < params.top_k < logits.shape[-1]:
         kth = torch.topk(logits, params.top_k).values[-1]
@@ -60,5 +61,19 @@ def pick_token(logits: Any, params: SamplingParams, generator: Any, banned: list
         drop = (torch.cumsum(probs, dim=-1) - probs) > params.top_p
         logits = logits.clone()
         logits[order[drop]] = float("-inf")
-    probs = torch.softmax(logits, dim=-1)
-    return int(torch.multinomial(probs, 1, generator=generator))
+    return logits
+
+
+def pick_token(logits: Any, params: SamplingParams, generator: Any, banned: list[int]) -> tuple[int, Any | None]:
+    """One token id drawn from raw ``logits`` (1-D float tensor) under ``params``, and the
+    log-probabilities of the distribution it was drawn from (None when greedy): what vLLM
+    reports in ``processed_logprobs`` mode, and what the trainer recomputes (logits / T)."""
+    import torch
+
+    processed = sampling_logits(logits, params, banned)
+    if processed is None:
+        masked = logits.clone()
+        masked[banned] = float("-inf")
+        return int(torch.argmax(masked)), None
+    token = int(torch.multinomial(torch.softmax(processed, dim=-1), 1, generator=generator))
+    return token, torch.log_softmax(processed, dim=-1)

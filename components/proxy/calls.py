@@ -136,8 +136,9 @@ class CallHandler:
         seed = None if base_seed is None else call_seed(base_seed, session_id, attempt_number, chat_request)
         teacher = self._config.teacher
         upstream_body, sampling = prepare_upstream_body(
-            chat_request, model=model, training=self._config.training, stream=stream, seed=seed, teacher=teacher
-        )
+            chat_request, model=model, training=self._config.training, stream=stream, seed=seed, teacher=teacher,
+            temperature=self._config.training_temperature,
+        )  # fmt: skip
         translation = None if notes is None else {"upstream_request": upstream_body, **dataclasses.asdict(notes)}
         if continued is not None:
             translation["previous_response"] = continued.note()

@@ -22,6 +22,9 @@ def proxy_command(
         Optional[str], typer.Option(help="Model name sent upstream (default: the upstream's first model).")
     ] = None,
     training: Annotated[bool, typer.Option("--training", help="Sample with temperature 1, top_p 1 and record it.")] = False,
+    temperature: Annotated[
+        float, typer.Option("--temperature", help="With --training: sample at this temperature (algorithm.temperature).")
+    ] = 1.0,
     teacher: Annotated[
         bool,
         typer.Option("--teacher", help="Record a teacher for SFT: any OpenAI-compatible endpoint, recorded as text."),
@@ -90,6 +93,7 @@ def proxy_command(
             port=port,
             served_model=served_model,
             training=training,
+            training_temperature=temperature,
             teacher=teacher,
             teacher_api=teacher_api,
             sampling_seed=sampling_seed,

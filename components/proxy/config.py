@@ -34,6 +34,13 @@ class ProxyConfig(BaseModel):
     training: bool = Field(
         False, description="Override sampling to temperature 1, top_p 1 (the policy's own distribution)."
     )
+    training_temperature: float = Field(
+        1.0,
+        gt=0,
+        description="With training: the temperature every call samples at (algorithm.temperature); the other knobs "
+        "stay neutral. The engine's logprobs are those of the distribution sampled from, which the trainer "
+        "recomputes at the same temperature.",
+    )
     teacher: bool = Field(
         False,
         description="Record a teacher for SFT: the upstream is any OpenAI-compatible chat endpoint (its key from "
@@ -140,6 +147,8 @@ class ProxyConfig(BaseModel):
         # mode (the policy's distribution, its sampled ids spliced back) can apply to them.
         if self.teacher and (self.training or self.token_provenance):
             raise ValueError("a teacher is recorded as it samples and as text: leave out --training and --token-provenance")
+        if self.training_temperature != 1.0 and not self.training:
+            raise ValueError("--temperature sets the training temperature: add --training, or leave it out")
         if self.teacher_api != "chat" and not self.teacher:
             raise ValueError("--teacher-api names a teacher's API: add --teacher, or leave it out")
         return self

@@ -46,10 +46,12 @@ def prepare_upstream_body(
     stream: bool,
     seed: int | None = None,
     teacher: bool = False,
+    temperature: float = 1.0,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The request sent upstream, and the ``sampling`` record of what it asks the engine to use.
 
-    ``seed`` (training mode only) is used when the harness sent none. ``teacher``: the
+    ``seed`` (training mode only) is used when the harness sent none; ``temperature`` is the
+    training temperature (every other knob neutral). ``teacher``: the
     upstream is a teacher endpoint, asked for the answer only (``ENGINE_ONLY_FIELDS`` removed).
     """
     body = dict(chat_request)
@@ -68,10 +70,11 @@ def prepare_upstream_body(
         body["stream_options"] = {**(options if isinstance(options, dict) else {}), "include_usage": True}
     dropped: list[str] = []
     if training:
+        policy = {**NEUTRAL_SAMPLING, "temperature": temperature}
         dropped = [
-            knob for knob, neutral in NEUTRAL_SAMPLING.items() if knob in body and body[knob] != neutral
+            knob for knob, value in policy.items() if knob in body and body[knob] != value
         ] + [knob for knob in _REMOVED_IN_TRAINING if knob in body]
-        body.update(NEUTRAL_SAMPLING)
+        body.update(policy)
         for knob in _REMOVED_IN_TRAINING:
             body.pop(knob, None)
         if seed is not None and not _is_int(body.get("seed")):

@@ -164,6 +164,14 @@ def test_seeded_sampling_seeds_the_proxy_per_experiment_and_iteration() -> None:
     assert command[command.index("--sampling-seed") + 1] == f"7/{ITERATION}"
 
 
+def test_a_training_temperature_reaches_the_proxy_and_temperature_1_adds_no_flag() -> None:
+    config = quickstart_config().model_copy(deep=True)
+    assert "--temperature" not in template(compile_config(config)[0], "rollout")["sidecars"][0]["command"]
+    config.algorithm.temperature = 0.6
+    command = template(compile_config(config)[0], "rollout")["sidecars"][0]["command"]
+    assert command[command.index("--training") + 1 : command.index("--training") + 3] == ["--temperature", "0.6"]
+
+
 def test_rollout_artifacts_use_the_run_layout_keys() -> None:
     config = quickstart_config()
     layout = RunLayout(config.name)

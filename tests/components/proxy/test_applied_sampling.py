@@ -154,3 +154,26 @@ def test_the_engines_forced_and_choice_marks_reach_the_record(
         assert call.ok
     else:
         assert not call.ok and problem in call.error
+
+
+def test_a_training_temperature_is_sent_applied_recorded_and_its_logprobs_are_the_sampled_distributions(
+    opinionated_engine, make_proxy, tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    proxy = make_proxy(opinionated_engine.url, training=True, training_temperature=0.5)
+    _client(proxy, "cool").chat.completions.create(model="m", messages=MESSAGES, max_tokens=6, temperature=0.9)
+    (call,) = read_session(tmp_path / "out" / "cool.jsonl")
+
+    assert call.ok, call.error
+    applied = _assert_recorded_as_applied(call)
+    assert call.sampling.temperature == applied["temperature"] == 0.5 and call.sampling.dropped == ["temperature"]
+    assert same_setting("top_k", applied["top_k"], -1) and applied["top_p"] == 1.0  # the rest stays neutral
+    # The trainer scores the policy at algorithm.temperature: the engine's logprobs must be of that same distribution.
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
+    ids = call.prompt_token_ids + call.completion_token_ids
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0, len(call.prompt_token_ids) - 1 : -1].float()
+    expected = torch.log_softmax(logits / 0.5, dim=-1).gather(1, torch.tensor(call.completion_token_ids)[:, None])[:, 0]
+    assert call.completion_logprobs == pytest.approx(expected.tolist(), abs=2e-3)
