@@ -17,13 +17,17 @@ HEALTH_PATH = "/health"
 
 
 def run(iteration: int, host: str, port: int) -> None:
+    run_engine(SPEC, iteration, host, port)
+
+
+def run_engine(spec: StepSpec, iteration: int, host: str, port: int) -> None:
+    """Serve until stopped with ``spec``'s component; an engine that cannot start stops the step unusable."""
     from components.engine.readiness import EngineNotReady
     from components.engine.server import EngineStartError
 
-    serve_iteration = SPEC.component()
     config = step_config()
     try:
-        code = serve_iteration(config, iteration, step_store(config), host, port, say=typer.echo)
+        code = spec.component()(config, iteration, step_store(config), host, port, say=typer.echo)
     except (FileNotFoundError, EngineNotReady, EngineStartError) as exc:
         stop(f"error: {exc}", UNUSABLE)
     raise typer.Exit(code)

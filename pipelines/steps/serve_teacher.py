@@ -8,23 +8,13 @@ has stopped, and stops when distill has scored the batch, before train takes the
 
 from __future__ import annotations
 
-import typer
-
-from pipelines.steps._context import UNUSABLE, step_config, step_store, stop
 from pipelines.steps._spec import StepSpec, iteration_flag
 from pipelines.steps.serve import SPEC as SERVE
+from pipelines.steps.serve import run_engine
 
 
 def run(iteration: int, host: str, port: int) -> None:
-    from components.engine.readiness import EngineNotReady
-    from components.engine.server import EngineStartError
-
-    config = step_config()
-    try:
-        code = SPEC.component()(config, iteration, step_store(config), host, port, say=typer.echo)
-    except (FileNotFoundError, EngineNotReady, EngineStartError) as exc:
-        stop(f"error: {exc}", UNUSABLE)
-    raise typer.Exit(code)
+    run_engine(SPEC, iteration, host, port)
 
 
 SPEC = StepSpec(
