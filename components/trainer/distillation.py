@@ -1,4 +1,4 @@
-"""On-policy distillation on the CPU path: a teacher's log-probs of the student's sampled tokens become advantage.
+"""On-policy distillation: a teacher's log-probs of the student's sampled tokens, and the CPU update's advantage.
 
 The student samples through the harness as in RL, so the batch's rows are its own tokens.
 A teacher that shares its tokenizer, served by an OpenAI-compatible engine (vLLM, or the
@@ -7,8 +7,9 @@ token after the ones before it. Per sampled token the reverse-KL estimate comes 
 veRL's own ``kl_penalty``, as in veRL's distillation loss with ``use_policy_gradient``
 (``verl.trainer.distillation.losses``); its negation is the token's advantage, beside
 the verifier's GRPO advantage or alone (``DistillationConfig``). The CPU update then
-trains on the batch's ``advantages`` as it always does (docs/trainer.md, "On-policy
-distillation").
+trains on the batch's ``advantages`` as it always does; the veRL backend instead gives the
+teacher's log-probs to veRL's distillation loss itself (``verl_trainer.distillation_inputs``;
+docs/trainer.md, "On-policy distillation").
 """
 
 from __future__ import annotations
@@ -238,7 +239,8 @@ def _reverse_kl(student_log_probs: Any, teacher_log_probs: Any, config: Distilla
 
 def apply_distillation(data: Any, teacher_log_probs: Any, config: DistillationConfig) -> dict[str, float]:
     """Write the combined ``advantages`` into the DataProto ``data`` (as built by ``batch.build_batch``),
-    keep ``teacher_log_probs`` beside them, and return the ``train/distill/*`` metrics.
+    keep ``teacher_log_probs`` and the reward's own ``reward_advantages`` beside them, and return
+    the ``train/distill/*`` metrics.
 
     The student's log-probs are the batch's ``rollout_log_probs``: those of the policy that
     sampled, at ``algorithm.temperature``. The teacher's are its raw ones (temperature 1), so
@@ -256,6 +258,9 @@ def apply_distillation(data: Any, teacher_log_probs: Any, config: DistillationCo
             f"{tuple(mask.shape)}; score this batch's own rows (teacher_log_probs_of_batch)"
         )
     student, sampled = batch["rollout_log_probs"], mask.to(torch.bool)
+    # The veRL backend trains on the reward's advantage and hands the teacher's log-probs to
+    # veRL's own distillation loss (verl_trainer.distillation_inputs), so both are kept.
+    batch["reward_advantages"] = batch["advantages"].clone()
     batch["advantages"] = distillation_advantages(student, teacher_log_probs, mask, batch["advantages"], config)
     # where, not a product: a -inf log-prob on an unsampled token times 0 would be NaN.
     batch["teacher_log_probs"] = torch.where(sampled, teacher_log_probs, torch.zeros_like(teacher_log_probs))

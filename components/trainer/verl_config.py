@@ -137,11 +137,40 @@ def verl_overrides(config: ExperimentConfig, *, model_path: str | Path, output_d
         "trainer.default_local_dir": str(output_dir),
         "trainer.use_v1": False,
     }
+    if algorithm.distillation is not None:
+        settings.update(_distillation_settings(algorithm))
     if trainer.device == "cpu":
         # veRL's default attention is flash-attn, a CUDA kernel; SDPA runs everywhere (and
         # with use_remove_padding, on the packed rows).
         settings[f"++{_MODEL}.override_config.attn_implementation"] = "sdpa"
     return [f"{key}={_hydra_value(value)}" for key, value in settings.items()]
+
+
+def _distillation_settings(algorithm: Any) -> dict[str, Any]:
+    """``algorithm.distillation`` as veRL's own distillation loss (docs/trainer.md, "On-policy distillation").
+
+    The k1 estimator as a policy-gradient term (``use_policy_gradient``), the verifier's
+    GRPO loss beside it or not (``use_task_rewards``). The teacher is our serve-teacher
+    daemon and its scores arrive in the batch, so veRL's teacher pool is empty (0 nodes,
+    0 replicas); its model path is only recorded.
+    """
+    distillation = algorithm.distillation
+    loss = "distillation.distillation_loss"
+    return {
+        "distillation.enabled": True,
+        "distillation.n_gpus_per_node": 0,
+        "distillation.nnodes": 0,
+        "distillation.teacher_models.teacher_model.model_path": distillation.teacher_model,
+        f"{loss}.loss_mode": distillation.estimator,
+        f"{loss}.use_policy_gradient": True,
+        f"{loss}.policy_loss_mode": "vanilla",
+        f"{loss}.use_task_rewards": distillation.verifier_reward,
+        f"{loss}.distillation_loss_coef": distillation.weight,
+        f"{loss}.loss_max_clamp": distillation.clamp,
+        f"{loss}.clip_ratio": algorithm.clip_ratio,
+        f"{loss}.clip_ratio_low": algorithm.clip_ratio,
+        f"{loss}.clip_ratio_high": algorithm.clip_ratio,
+    }
 
 
 def _config_dir() -> str:

@@ -63,6 +63,7 @@ def update_batch(data: Any, verl_config: Any, world_size: int) -> Any:
     for key in _LOCAL_META:
         batch.meta_info.pop(key, None)
     batch, _ = pad_to_multiple(batch, world_size)
+    distillation_inputs(batch, verl_config)
     batch.meta_info["global_token_num"] = torch.sum(batch.batch["attention_mask"], dim=-1).tolist()
     batch.meta_info["images_seqlens"] = []
     correction = verl_config.algorithm.rollout_correction
@@ -71,6 +72,41 @@ def update_batch(data: Any, verl_config: Any, world_size: int) -> Any:
 
         apply_bypass_mode(batch, correction, verl_config.actor_rollout_ref.actor.policy_loss)
     return batch
+
+
+def distillation_inputs(batch: Any, verl_config: Any) -> None:
+    """Hand the teacher's scores to veRL's own distillation loss, in place.
+
+    The train step stored ``teacher_log_probs`` (per response token) and, for the CPU
+    update, folded the teacher's term into ``advantages``. veRL computes that term itself
+    (``distillation_ppo_loss``, from its recomputed student log-probs), so here the
+    advantage is the reward's alone again, and the scores move to veRL's layout:
+    ``teacher_logprobs`` over the whole padded sequence, position i holding the log-prob of
+    token i+1 (as veRL's vLLM teacher client writes them), ``teacher_ids`` those tokens.
+    """
+    import torch
+
+    enabled = bool(verl_config.get("distillation", {}).get("enabled", False))
+    scored = "teacher_log_probs" in batch.batch.keys()
+    if enabled != scored:
+        raise ValueError(
+            "the batch carries the teacher's scores but veRL's distillation is off" if scored else
+            "veRL's distillation is on but the batch has no teacher scores (the distill step stores them)"
+        )  # fmt: skip
+    if not scored:
+        return
+    # A shallow copy: DataProto.select(deepcopy=True) shares the TensorDict with the stored batch.
+    tensors = batch.batch = batch.batch.copy()
+    input_ids, teacher = tensors["input_ids"], tensors["teacher_log_probs"]
+    prompt_width = tensors["prompts"].shape[1]
+    response_width = teacher.shape[1]
+    logprobs = torch.zeros(*input_ids.shape, 1, dtype=teacher.dtype)
+    logprobs[:, prompt_width - 1 : prompt_width - 1 + response_width, 0] = teacher
+    ids = torch.zeros(*input_ids.shape, 1, dtype=input_ids.dtype)
+    ids[:, :-1, 0] = input_ids[:, 1:]
+    tensors["teacher_logprobs"], tensors["teacher_ids"] = logprobs, ids
+    tensors["advantages"] = tensors.pop("reward_advantages") * tensors["response_mask"]
+    tensors.pop("teacher_log_probs")
 
 
 def correct_for_rollout(batch: Any, verl_config: Any) -> tuple[Any, dict[str, float]]:
@@ -106,6 +142,7 @@ def _trainer_class() -> type:
     from verl.single_controller.ray.base import create_colocated_worker_cls
     from verl.trainer.ppo.ray_trainer import RayPPOTrainer
     from verl.trainer.ppo.utils import Role
+    from verl.utils.config import omega_conf_to_dataclass
     from verl.utils.metric import reduce_metrics
 
     class RecordedBatchTrainer(RayPPOTrainer):
@@ -123,7 +160,12 @@ def _trainer_class() -> type:
             self.resource_pool_manager.create_resource_pool()
             pool = self.resource_pool_manager.get_resource_pool(Role.ActorRollout)
             worker = self.role_worker_mapping[Role.ActorRollout]
-            roles = {"actor": RayClassWithInitArgs(cls=worker, config=self.config.actor_rollout_ref, role="actor")}
+            distillation = self.config.get("distillation")
+            roles = {
+                "actor": RayClassWithInitArgs(
+                    cls=worker, config=self.config.actor_rollout_ref, role="actor", distillation_config=distillation
+                )
+            }
             if self.use_reference_policy and not self.ref_in_actor:
                 roles["ref"] = RayClassWithInitArgs(cls=worker, config=self.config.actor_rollout_ref, role="ref")
             group = self.ray_worker_group_cls(
@@ -137,7 +179,8 @@ def _trainer_class() -> type:
                 self.ref_policy_wg.init_model()
             elif self.use_reference_policy:
                 self.ref_policy_wg = self.actor_rollout_wg
-            self.distillation_config = None
+            # _update_actor reads the loss settings from here (veRL sets it with its teacher pool).
+            self.distillation_config = omega_conf_to_dataclass(distillation) if self.use_teacher_policy else None
             self.global_steps = 1
 
         def _update_actor(self, batch: Any) -> Any:

@@ -4,7 +4,8 @@ veRL's real workers run on CPU too (``trainer.device: cpu``, ``test_verl_workers
 but each run starts Ray and worker processes (over a minute on 2 cores), and what the
 trainer hands its workers is not visible from outside them. This stand-in reproduces
 their contract (packed inputs in, packed per-token log-probs out; the update through
-veRL's own ``ppo_loss``) in the test's process, where a test can count the calls and
+veRL's own ``ppo_loss``, or ``distillation_ppo_loss`` when the config enables distillation,
+as veRL's worker chooses) in the test's process, where a test can count the calls and
 see the mini-batch sizes. Use it only for that; the update itself is the real run's.
 """
 
@@ -45,10 +46,13 @@ class InProcessActor:
 
         self.model = model
         self.config = omega_conf_to_dataclass(verl_config.actor_rollout_ref.actor)
+        distillation = verl_config.get("distillation")
+        self.distillation = omega_conf_to_dataclass(distillation) if distillation and distillation.enabled else None
         self.optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
         self.log_prob_calls = 0
         self.mini_batch_sizes: list[int] = []
         self.losses: list[float] = []
+        self.loss_terms: list[dict[str, float]] = []  # veRL's loss metrics per update, aggregated
 
     def compute_log_prob(self, data: Any) -> Any:
         from verl.utils import tensordict_utils as tu
@@ -62,6 +66,7 @@ class InProcessActor:
         )
 
     def update_actor(self, data: Any) -> Any:
+        from verl.trainer.distillation import distillation_ppo_loss
         from verl.utils import tensordict_utils as tu
         from verl.workers.utils.losses import ppo_loss
 
@@ -69,9 +74,17 @@ class InProcessActor:
         self.mini_batch_sizes.append(mini_batch_size)
         assign_global_batch_info(data, tu.get(data, "global_batch_size"))
         self.optimizer.zero_grad()
-        log_probs = packed_log_probs(self.model, data, tu.get(data, "temperature"))
-        loss, _ = ppo_loss(self.config, {"log_probs": log_probs}, data)
+        output = {"log_probs": packed_log_probs(self.model, data, tu.get(data, "temperature"))}
+        if self.distillation is None:
+            loss, metrics = ppo_loss(self.config, output, data)
+        else:
+            loss, metrics = distillation_ppo_loss(self.config, self.distillation, model_output=output, data=data)
         loss.backward()
         self.optimizer.step()
         self.losses.append(float(loss.detach()))
+        self.loss_terms.append({name: float(_value(metric)) for name, metric in metrics.items()})
         return tu.get_tensordict({}, non_tensor_dict={"metrics": {"mfu": [0.0], "pg_loss": [self.losses[-1]]}})
+
+
+def _value(metric: Any) -> Any:
+    return metric.aggregate() if hasattr(metric, "aggregate") else metric

@@ -116,10 +116,11 @@ class VerlCpuRun:
 def verl_cpu_config(world: int, nnodes: int = 1) -> ExperimentConfig:
     # A learning rate that moves weights past bf16 rounding in one step, so the export shows it.
     # Across nodes a config names the claim a RayJob's pods share; the local nodes share this disk.
+    # The runs distill beside the reward, so veRL's own distillation loss runs too (teacher_scores).
     return ExperimentConfig(
         name="verl-cpu",
         tasks={"source": "t"},
-        algorithm={"learning_rate": 1e-3},
+        algorithm={"learning_rate": 1e-3, "distillation": {"teacher_model": "scored-in-the-batch", "weight": 0.5}},
         trainer={"backend": "verl", "device": "cpu", "n_gpus_per_node": world // nnodes, "nnodes": nnodes},
         cluster={"train_shared_claim": "train-shared"} if nnodes > 1 else {},
     )
@@ -140,6 +141,25 @@ def build_on_policy_batch(parent: Path, config: ExperimentConfig) -> Any:
     with torch.no_grad():
         log_prob, _ = response_log_probs(model, data.batch, temperature=config.algorithm.temperature)
     data.batch["rollout_log_probs"] = log_prob * data.batch["response_mask"]
+    return data
+
+
+def teacher_gaps(data: Any) -> Any:
+    """Per sampled token, how much less likely the made-up teacher finds it: 0.1 to 1.0 nats, varied."""
+    import torch
+
+    mask = data.batch["response_mask"]
+    steps = torch.arange(mask.numel(), dtype=torch.float32).reshape(mask.shape)
+    return (0.1 + (steps % 10) / 10) * mask
+
+
+def with_teacher_scores(data: Any, config: ExperimentConfig) -> Any:
+    """``data`` as the train step leaves it under distillation: the teacher's log-probs are the
+    policy's own less ``teacher_gaps``, so veRL's k1 loss on it is their mean (ratio 1)."""
+    from components.trainer.distillation import apply_distillation
+
+    teacher = data.batch["rollout_log_probs"] - teacher_gaps(data)
+    apply_distillation(data, teacher, config.algorithm.distillation)
     return data
 
 
@@ -171,7 +191,7 @@ def _verl_cpu_run(tmp_path_factory: pytest.TempPathFactory, world: int, nnodes: 
     work = tmp_path_factory.mktemp(f"verl-cpu-world{world}")
     parent = init_tiny_model(work / "v0", seed=2)
     config = verl_cpu_config(world, nnodes)
-    batch = build_on_policy_batch(parent, config)
+    batch = with_teacher_scores(build_on_policy_batch(parent, config), config)
     started = time.monotonic()
     info = {"policy_version": "1", "parent_version": "0"}
     with _workers_import_this_checkout():

@@ -65,12 +65,16 @@ def test_composed_sections_become_verls_typed_configs(composed):
     assert actor.rollout_n == 6 and actor.strategy == "fsdp2"
 
 
-def test_every_key_we_set_exists_in_verls_generated_config():
+DISTILLING = {"distillation": {"teacher_model": "/models/teacher", "weight": 0.5}}
+
+
+@pytest.mark.parametrize("algorithm", [{}, DISTILLING], ids=["grpo", "distillation"])
+def test_every_key_we_set_exists_in_verls_generated_config(algorithm):
     import verl
 
     generated = yaml.safe_load((Path(verl.__file__).parent / "trainer/config/_generated_ppo_trainer.yaml").read_text())
     missing = []
-    for override in verl_overrides(_config(), model_path="/m", output_dir="/o", rows=ROWS):
+    for override in verl_overrides(_config(algorithm=algorithm), model_path="/m", output_dir="/o", rows=ROWS):
         node = generated
         for part in override.split("=", 1)[0].split("."):
             if not isinstance(node, dict) or part not in node:
@@ -149,3 +153,27 @@ def test_an_override_that_changes_the_training_temperature_is_caught():
 
     with pytest.raises(TemperatureMismatchError, match=r"sampled at temperature 1\.0 .*rollout\.temperature 0\.6"):
         check_sampling_matches(1.0, composed)
+
+
+@pytest.mark.parametrize("verifier_reward", [True, False])
+def test_distillation_becomes_verls_own_k1_policy_gradient_loss_with_an_empty_teacher_pool(verifier_reward):
+    from verl.utils.config import omega_conf_to_dataclass
+
+    distillation = {"teacher_model": "/models/teacher", "clamp": 7.0, "verifier_reward": verifier_reward}
+    if verifier_reward:
+        distillation["weight"] = 0.5
+    composed = _compose(_config(algorithm={"distillation": distillation, "clip_ratio": 0.3}))
+    # veRL's own validation: the teacher pool (0 nodes) holds the one recorded teacher's 0 replicas.
+    typed = omega_conf_to_dataclass(composed.distillation)
+    loss = typed.distillation_loss
+
+    assert typed.enabled and typed.teacher_models["default"].model_path == "/models/teacher"
+    assert typed.teacher_models["default"].num_replicas == 0
+    assert (loss.loss_mode, loss.use_policy_gradient, loss.policy_loss_mode) == ("k1", True, "vanilla")
+    assert loss.use_task_rewards is verifier_reward
+    assert loss.distillation_loss_coef == (0.5 if verifier_reward else 1.0)
+    assert (loss.loss_max_clamp, loss.clip_ratio_low, loss.clip_ratio_high) == (7.0, 0.3, 0.3)
+
+
+def test_without_distillation_veRLs_stays_off():
+    assert _compose(_config()).distillation.enabled is False

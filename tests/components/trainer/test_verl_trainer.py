@@ -12,12 +12,12 @@ from __future__ import annotations
 import pytest
 import torch
 from tests.components.trainer._verl_worker import InProcessActor
-from tests.components.trainer.conftest import build_on_policy_batch
+from tests.components.trainer.conftest import build_on_policy_batch, teacher_gaps, with_teacher_scores
 
 from components.core.config import ExperimentConfig
 from components.trainer.batch import build_batch
 from components.trainer.verl_config import trainer_verl_config
-from components.trainer.verl_trainer import build_trainer
+from components.trainer.verl_trainer import build_trainer, update_batch
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +73,82 @@ def test_bypass_mode_trains_against_the_recorded_logprobs_in_one_update_of_all_r
     assert metrics["actor/pg_loss"] == pytest.approx(worker.losses[0])
     assert not any(name.startswith("rollout_corr/") for name in metrics)  # no IS weights in bypass
     assert trainer.config.actor_rollout_ref.rollout.n == 4  # the group size is restored after the update
+
+
+def _distilling(verifier_reward: bool = True) -> ExperimentConfig:
+    distillation = {"teacher_model": "scored-in-the-batch", "verifier_reward": verifier_reward}
+    if verifier_reward:
+        distillation["weight"] = 0.5
+    return ExperimentConfig(
+        name="unit", tasks={"source": "t"}, trainer={"backend": "verl"}, algorithm={"distillation": distillation}
+    )
+
+
+def _distilled_batch(policy_dir, config: ExperimentConfig):
+    return with_teacher_scores(build_on_policy_batch(policy_dir, config), config)
+
+
+def test_the_teachers_scores_reach_veRL_in_its_own_layout_beside_the_rewards_advantage(policy_dir, tmp_path):
+    config = _distilling()
+    batch = _distilled_batch(policy_dir, config)
+    verl_config = trainer_verl_config(config, model_path=policy_dir, output_dir=tmp_path, rows=2)
+
+    ready = update_batch(batch, verl_config, world_size=1)
+
+    tensors, stored = ready.batch, batch.batch
+    width = stored["prompts"].shape[1]
+    responses = stored["responses"].shape[1]
+    # Position i holds the teacher's log-prob of token i+1, as veRL's vLLM teacher client writes them.
+    assert torch.equal(tensors["teacher_logprobs"][:, width - 1 : width - 1 + responses, 0], stored["teacher_log_probs"])
+    assert torch.equal(tensors["teacher_ids"][:, :-1, 0], tensors["input_ids"][:, 1:])
+    # veRL adds the teacher's term itself: the advantage it gets is the reward's alone.
+    assert torch.equal(tensors["advantages"], stored["reward_advantages"] * stored["response_mask"])
+    assert not torch.equal(stored["advantages"], tensors["advantages"])
+    assert "teacher_log_probs" not in tensors.keys() and "reward_advantages" not in tensors.keys()
+
+
+def test_a_batch_and_a_veRL_config_that_disagree_on_distillation_are_refused(policy_dir, tmp_path):
+    scored = _distilled_batch(policy_dir, _distilling())
+    unscored = build_on_policy_batch(policy_dir, _config())
+
+    plain = trainer_verl_config(_config(), model_path=policy_dir, output_dir=tmp_path, rows=2)
+    distilling = trainer_verl_config(_distilling(), model_path=policy_dir, output_dir=tmp_path, rows=2)
+
+    with pytest.raises(ValueError, match="carries the teacher's scores but veRL's distillation is off"):
+        update_batch(scored, plain, world_size=1)
+    with pytest.raises(ValueError, match="no teacher scores"):
+        update_batch(unscored, distilling, world_size=1)
+
+
+@pytest.mark.parametrize("verifier_reward", [True, False], ids=["beside-the-reward", "pure"])
+def test_veRLs_distillation_loss_is_the_cpu_updates_formula(policy_dir, tmp_path, model, verifier_reward):
+    """veRL's own ``distillation_ppo_loss`` (k1 as a policy gradient) on its layout, and the CPU
+    update on the advantage with the teacher's term folded in: the same loss (docs/trainer.md)."""
+    from transformers import AutoModelForCausalLM
+    from verl.utils.config import omega_conf_to_dataclass
+
+    from components.trainer.cpu_update import cpu_update
+
+    config = _distilling(verifier_reward)
+    batch = _distilled_batch(policy_dir, config)
+    cpu_model = AutoModelForCausalLM.from_pretrained(policy_dir, dtype=torch.float32)
+    cpu = cpu_update(cpu_model, batch, config.algorithm, seed=0)
+    trainer = build_trainer(trainer_verl_config(config, model_path=policy_dir, output_dir=tmp_path, rows=len(batch)))
+    worker = InProcessActor(model, trainer.config)
+    trainer.actor_rollout_wg, trainer.global_steps = worker, 1
+    trainer.distillation_config = omega_conf_to_dataclass(trainer.config.distillation)  # as init_workers sets it
+
+    trainer.train_step(batch)
+
+    terms, sampled = worker.loss_terms[0], batch.batch["response_mask"].bool()
+    # At ratio 1 the k1 policy-gradient loss is the mean of log p_student - log p_teacher.
+    assert terms["distillation/loss"] == pytest.approx(float(teacher_gaps(batch)[sampled].mean()), abs=1e-4)
+    if verifier_reward:
+        veRL_loss = terms["actor/pg_loss"] + 0.5 * terms["distillation/loss"]
+    else:  # veRL still reports the reward's loss (actor/pg_loss) but leaves it out of the total
+        veRL_loss = terms["distillation/loss"]
+    assert veRL_loss == pytest.approx(cpu["train/loss"], abs=1e-4)
+    assert worker.losses[0] == pytest.approx(veRL_loss, abs=1e-6)
 
 
 @pytest.mark.gpu

@@ -14,7 +14,7 @@ import math
 
 import pytest
 import torch
-from tests.components.trainer.conftest import VerlCpuRun
+from tests.components.trainer.conftest import VerlCpuRun, teacher_gaps
 
 # The first test to run sets up both session runs: ~90 s (one worker) and ~120 s (two) on
 # an idle 2-core machine, over 300 s beside another pytest worker (CI saw the default
@@ -62,6 +62,17 @@ def test_the_batch_carries_the_policys_own_logprobs(verl_cpu_run_world1: VerlCpu
     # (the batch's made-up -0.5 per token would be ~7.6 on this random model).
     assert metrics["train/verl/rollout_corr/log_ppl_abs_diff"] < 0.05
     assert 0.9 < metrics["train/verl/rollout_corr/rollout_is_min"] <= metrics["train/verl/rollout_corr/rollout_is_max"] < 1.1
+
+
+def test_veRLs_workers_add_the_teachers_term_with_their_own_distillation_loss(verl_cpu_run_world1: VerlCpuRun):
+    """The runs distill beside the reward (conftest.verl_cpu_config): veRL's workers compute
+    the k1 term from their own (bf16) log-probs; at ratio 1 it is the mean gap the made-up
+    teacher was given, 0.1 to 1.0 nats per token, as the CPU update's formula says."""
+    metrics, batch = verl_cpu_run_world1.metrics, verl_cpu_run_world1.batch
+    expected = float(teacher_gaps(batch)[batch.batch["response_mask"].bool()].mean())
+
+    assert metrics["train/verl/actor/distillation/loss"] == pytest.approx(expected, abs=0.05)  # bf16 recompute
+    assert 0 < metrics["train/verl/actor/distillation/abs_loss"] < 2
 
 
 def test_the_exported_checkpoint_loads_in_the_dev_engine_with_changed_weights(verl_cpu_run_world1: VerlCpuRun):
