@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import yaml
@@ -101,6 +101,15 @@ HarnessName = Literal["reference", "claude-code", "codex", "openclaw", "mini-swe
 # Stagehand's computer-use modes, by the API each speaks (docs/harnesses.md).
 StagehandMode = Literal["responses", "messages", "chat"]
 _MODES: dict[str, tuple[str, ...]] = {"stagehand": get_args(StagehandMode)}
+# Harnesses that take `harness.settings`, and the keys of theirs the adapter sets from other fields.
+SETTINGS_RESERVED: dict[str, dict[str, str]] = {
+    "mini-swe-agent": {
+        "model.": "the proxy serves the model",
+        "agent.step_limit": "set harness.max_turns",
+        "agent.cost_limit": "the served model has no price",
+        "agent.wall_time_limit_seconds": "set rollout.time_limit_s",
+    }
+}
 
 
 class HarnessConfig(_Section):
@@ -117,6 +126,29 @@ class HarnessConfig(_Section):
         "Responses computer use, the default), `messages` (Anthropic computer use) or `chat` (chat completions, "
         "Fara-7B style). Unset for every other harness.",
     )
+
+    settings: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The harness's own config keys, for harnesses that read one (mini-swe-agent: dotted keys of its "
+        "YAML config, such as agent.instance_template, each passed as `--config key=value`). The keys the adapter "
+        "sets from other fields (turns, time, the model) are refused.",
+    )
+
+    @model_validator(mode="after")
+    def _settings_this_harness_reads(self) -> "HarnessConfig":
+        if not self.settings:
+            return self
+        reserved = SETTINGS_RESERVED.get(self.name)
+        if reserved is None:
+            raise ValueError(
+                f"harness.settings is set but harness {self.name!r} takes none (only {', '.join(SETTINGS_RESERVED)}): "
+                "remove harness.settings"
+            )
+        for key in self.settings:
+            for prefix, why in reserved.items():
+                if key == prefix or (prefix.endswith(".") and key.startswith(prefix)):
+                    raise ValueError(f"harness.settings may not set {key!r}: {why}")
+        return self
 
     @model_validator(mode="after")
     def _known_mode(self) -> "HarnessConfig":

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
+from components.core.config import HarnessConfig
 from components.rollout.harnesses._install import PipVenvInstaller
 from components.rollout.harnesses.base import HarnessAdapter, HarnessCommand, HarnessRun
 from components.rollout.harnesses.versions import LITELLM, MINI_SWE_AGENT
@@ -13,6 +15,11 @@ from components.rollout.harnesses.versions import LITELLM, MINI_SWE_AGENT
 class MiniSweAgent(HarnessAdapter):
     name = "mini-swe-agent"
     installer = PipVenvInstaller((MINI_SWE_AGENT, LITELLM))
+    # harness.settings: the user's own keys of mini-swe-agent's config (validated in HarnessConfig).
+    settings: dict[str, Any] = {}
+
+    def configure(self, config: HarnessConfig) -> None:
+        self.settings = dict(config.settings)
 
     def _trajectory(self, run: HarnessRun) -> str:
         return str(run.scratch_dir / "traj.json")
@@ -35,7 +42,8 @@ class MiniSweAgent(HarnessAdapter):
             "--output", self._trajectory(run),
             "--config", "mini.yaml",  # the default config, which any -c replaces unless named
         ]  # fmt: skip
-        for key, value in settings.items():
+        # After the defaults, so a user's template replaces mini.yaml's.
+        for key, value in {**self.settings, **settings}.items():
             argv += ["--config", f"{key}={json.dumps(value)}"]
         env = {
             **self.path_env(),

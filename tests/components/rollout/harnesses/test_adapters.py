@@ -131,6 +131,31 @@ def test_mini_swe_agent_gets_its_settings_as_json_values(run: HarnessRun, tmp_pa
     assert command.env["PATH"].startswith(str(adapter.folder / "venv" / "bin"))
 
 
+def test_mini_swe_agent_takes_the_users_own_config_keys_after_its_defaults(run: HarnessRun, tmp_path: Path) -> None:
+    adapter = _installed("mini-swe-agent", tmp_path / "harnesses")
+    template = "Task: {{task}}\nOne bash command per reply."
+    adapter.configure(HarnessConfig(name="mini-swe-agent", settings={"agent.instance_template": template}))
+
+    argv = adapter.command(run).argv
+
+    configs = [argv[i + 1] for i, arg in enumerate(argv) if arg == "--config"]
+    assert configs[0] == "mini.yaml"  # the defaults first: a later --config replaces their keys
+    assert f"agent.instance_template={json.dumps(template)}" in configs[1:]
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"name": "claude-code", "settings": {"x": 1}}, "harness 'claude-code' takes none"),
+        ({"name": "mini-swe-agent", "settings": {"agent.step_limit": 3}}, "set harness.max_turns"),
+        ({"name": "mini-swe-agent", "settings": {"model.model_kwargs.api_base": "http://x"}}, "the proxy serves"),
+    ],
+)
+def test_harness_settings_the_adapter_owns_or_cannot_read_are_refused(config: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        HarnessConfig(**config)
+
+
 def test_cua_agent_drives_the_runners_display_with_its_telemetry_off(run: HarnessRun, tmp_path: Path) -> None:
     adapter = _installed("cua-agent", tmp_path / "harnesses")
     with pytest.raises(ValueError, match="HarnessRun.display is not set"):
