@@ -119,25 +119,27 @@ bench-proxy: $(INSTALLED) $(LITELLM_VENV)/.installed
 bench-screenshots: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_screenshots.py
 
-bench-learning: $(INSTALLED)
+# The benchmarks that run rollouts do so on `openforge run`'s default runtime, the sandbox,
+# so they install bubblewrap first (sandbox-packages), as `make run` does.
+bench-learning: sandbox-packages $(INSTALLED)
 	$(BIN)/python benchmarks/bench_learning.py
 
 # Real harness CLIs in every rollout: `harnesses` (honours OPENFORGE_HARNESS_HOME) is a no-op when they are there.
-bench-harness-learning: $(INSTALLED) harnesses
+bench-harness-learning: sandbox-packages $(INSTALLED) harnesses
 	$(BIN)/python benchmarks/bench_harness_learning.py
 
-bench-gui-learning: $(INSTALLED) harnesses gui-packages
+bench-gui-learning: sandbox-packages $(INSTALLED) harnesses gui-packages
 	$(BIN)/python benchmarks/bench_harness_learning.py --harness cua-agent --harness browser-use
 
 # Hours on 2 cores: each seed's stages are stored as they end, so running it again resumes.
-bench-free-learning: $(INSTALLED) harnesses
+bench-free-learning: sandbox-packages $(INSTALLED) harnesses
 	$(BIN)/python benchmarks/bench_free_learning.py
 
 # The configs bench-learning, bench-harness-learning and bench-gui-learning trained, probed untrained.
-bench-probe: $(INSTALLED) harnesses gui-packages
+bench-probe: sandbox-packages $(INSTALLED) harnesses gui-packages
 	$(BIN)/python benchmarks/bench_probe.py
 
-bench-overhead: $(INSTALLED)
+bench-overhead: sandbox-packages $(INSTALLED)
 	$(BIN)/python benchmarks/bench_overhead.py
 
 bench-continuity: $(INSTALLED)
@@ -156,7 +158,7 @@ bench-scale-plan: $(INSTALLED)
 	$(BIN)/python benchmarks/bench_scale_plan.py
 
 # Real harness sessions calibrate it: `harnesses` installs Claude Code's CLI.
-bench-scale: $(INSTALLED) harnesses
+bench-scale: sandbox-packages $(INSTALLED) harnesses
 	$(BIN)/python benchmarks/bench_scale.py
 
 # On a machine with a GPU: its own CUDA torch, not this venv (scripts/gpu_smoke.sh says how).
