@@ -51,10 +51,13 @@ def _chat_reply(call: RecordedCall) -> dict[str, Any]:
     elif call.api == "anthropic.messages":
         if isinstance(response.get("content"), list):
             return _messages_reply(response["content"])
+    elif call.api == "responses":
+        if isinstance(response.get("output"), list):
+            return _responses_reply(response["output"], call)
     else:
         raise TextCallError(
-            f"session {call.session_id} call {call.call_index} is a text-only {call.api} call: only chat-completions and "
-            "Anthropic Messages teachers can be tokenized for now; record the teacher through a harness that speaks one of them"
+            f"session {call.session_id} call {call.call_index} is a text-only {call.api} call: only chat-completions, "
+            "Anthropic Messages and Responses calls can be tokenized; record the teacher through a harness that speaks one of them"
         )
     raise TextCallError(f"session {call.session_id} call {call.call_index} holds no answer message to tokenize")
 
@@ -69,3 +72,28 @@ def _messages_reply(blocks: list[Any]) -> dict[str, Any]:
         if isinstance(b, dict) and b.get("type") == "tool_use"
     ]
     return {"content": "".join(texts) or None, **({"tool_calls": calls} if calls else {})}
+
+
+def _responses_reply(output: list[Any], call: RecordedCall) -> dict[str, Any]:
+    """A Response's output items as the one assistant message they are.
+
+    Read by the proxy's own translation of input items, the way the harness's next request
+    replays these items: the answer is tokenized exactly as the next prompt holds it
+    (function calls joined to the message's text, namespaced names flattened, a computer_call
+    the ``computer`` tool call, reasoning dropped as the request side drops it).
+    """
+    from components.proxy.errors import ProxyError
+    from components.proxy.surfaces import ResponsesSurface
+
+    try:
+        chat, _ = ResponsesSurface().to_upstream({"input": output})
+    except ProxyError as err:
+        raise TextCallError(f"session {call.session_id} call {call.call_index}'s response output cannot be read: {err}") from err
+    messages = chat["messages"]
+    if [m["role"] for m in messages] != ["assistant"]:
+        raise TextCallError(
+            f"session {call.session_id} call {call.call_index}'s response output is not one assistant turn "
+            f"(it reads as {[m['role'] for m in messages]}): only a model's answer can be tokenized as its turn"
+        )
+    (message,) = messages
+    return {"content": message.get("content"), **({"tool_calls": message["tool_calls"]} if message.get("tool_calls") else {})}

@@ -109,10 +109,22 @@ def test_text_calls_of_another_api_are_refused_naming_the_ones_that_tokenize(tmp
     from components.core.trajectory import RecordedCall
 
     call = RecordedCall(
-        session_id="s", call_index=0, api="responses", request={}, text_only=True, started_at=0.0,
+        session_id="s", call_index=0, api="completions", request={}, text_only=True, started_at=0.0,
         latency_ms=1.0, upstream_status=200,
     )  # fmt: skip
-    with pytest.raises(TextCallError, match="only chat-completions and Anthropic Messages teachers"):
+    with pytest.raises(TextCallError, match="only chat-completions, Anthropic Messages and Responses calls"):
+        with_student_tokens(call, tokenizer=None)
+
+
+def test_a_responses_output_that_is_not_one_assistant_turn_is_refused_naming_the_call() -> None:
+    from components.core.trajectory import RecordedCall
+
+    output = [{"type": "function_call_output", "call_id": "c1", "output": "done"}]
+    call = RecordedCall(
+        session_id="s", call_index=3, api="responses", request={}, response={"output": output}, text_only=True,
+        started_at=0.0, latency_ms=1.0, upstream_status=200,
+    )  # fmt: skip
+    with pytest.raises(TextCallError, match="session s call 3's response output is not one assistant turn"):
         with_student_tokens(call, tokenizer=None)
 
 
@@ -146,6 +158,41 @@ def test_a_text_only_teacher_behind_the_messages_surface_tokenizes_as_the_studen
     as_text = read_session(tmp_path / "text" / "write-hello-text.jsonl")
 
     assert [c.api for c in as_text] == ["anthropic.messages"] * 2 and all(c.text_only for c in as_text)
+    tokenizer = AutoTokenizer.from_pretrained(student)
+    for engine_saw, ours in zip(with_ids, (with_student_tokens(c, tokenizer) for c in as_text), strict=True):
+        assert ours.prompt_token_ids == engine_saw.prompt_token_ids
+        assert ours.completion_token_ids == engine_saw.completion_token_ids
+
+
+def _responses_session(proxy_url: str, session: str) -> None:
+    """Two Responses calls as Codex makes them: the task streamed, then the tool's output replayed with the items."""
+    import openai
+
+    client = openai.OpenAI(base_url=f"{proxy_url}/s/{session}/v1", api_key="unused", max_retries=0, timeout=60)
+    tools = [{"type": "function", "name": "shell", "description": "Run a shell command.",
+              "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]  # fmt: skip
+    items: list[dict] = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Write hello to hello.txt."}]}]
+    events = client.responses.create(model="m", instructions="You run commands.", input=items, tools=tools, stream=True)
+    (first,) = [event.response for event in events if event.type == "response.completed"]
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    items += [item.model_dump(exclude_none=True) for item in first.output]
+    items.append({"type": "function_call_output", "call_id": call.call_id, "output": ""})
+    client.responses.create(model="m", instructions="You run commands.", input=items, tools=tools)
+
+
+def test_a_text_only_teacher_behind_the_responses_surface_tokenizes_as_the_students_engine_sees_it(
+    teacher, student: Path, tmp_path: Path
+) -> None:
+    """What Codex's recordings hold: the request translated to chat, the answer a Response (streamed or not)."""
+    from transformers import AutoTokenizer
+
+    for name, flags in (("ids", ()), ("text", ("--teacher",))):
+        with _proxy(teacher.url, tmp_path / name, *flags) as proxy:
+            _responses_session(proxy.url, f"write-hello-{name}")
+    with_ids = read_session(tmp_path / "ids" / "write-hello-ids.jsonl")
+    as_text = read_session(tmp_path / "text" / "write-hello-text.jsonl")
+
+    assert [c.api for c in as_text] == ["responses"] * 2 and all(c.text_only for c in as_text)
     tokenizer = AutoTokenizer.from_pretrained(student)
     for engine_saw, ours in zip(with_ids, (with_student_tokens(c, tokenizer) for c in as_text), strict=True):
         assert ours.prompt_token_ids == engine_saw.prompt_token_ids
