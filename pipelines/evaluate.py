@@ -56,11 +56,19 @@ def eval_config(
 
     choice: str | int = checkpoint
     model, label = config.model, checkpoint
-    if checkpoint.isdigit():
+    teacher = config.teacher if recording else None
+    if teacher is not None and teacher.kind == "checkpoint":
+        # The recording's serve step serves the teacher, exactly as a base model would be.
+        if checkpoint != "base":
+            raise ConfigError(f"a recording serves its teacher.path ({teacher.path}), not checkpoint {checkpoint!r}")
+        if not _is_model_source(teacher.path):
+            raise ConfigError(f"teacher.path {teacher.path!r} is neither a folder nor an s3:// prefix")
+        model, label = model.model_copy(update={"path": teacher.path}), "teacher"
+    elif checkpoint.isdigit():
         choice = int(checkpoint)
     elif checkpoint not in ("latest", "base"):
         # A checkpoint folder outside the run: served exactly as a base model would be.
-        if not checkpoint.startswith("s3://") and not Path(checkpoint).is_dir():
+        if not _is_model_source(checkpoint):
             raise ConfigError(f"--checkpoint {checkpoint!r} is not latest, base, a version number or a folder")
         model, choice, label = model.model_copy(update={"path": checkpoint}), "base", "path"
     update = {
@@ -77,6 +85,10 @@ def eval_config(
         return ExperimentConfig.model_validate({**config.model_dump(), **update})
     except ValidationError as exc:
         raise ConfigError(f"invalid evaluation: {join_errors(exc)}") from None
+
+
+def _is_model_source(path: str | None) -> bool:
+    return path is not None and (path.startswith("s3://") or Path(path).is_dir())
 
 
 def evaluate_policy(

@@ -9,6 +9,8 @@ no training) whose rollouts the config's ``teacher`` answers instead of the poli
 - ``teacher.kind: endpoint``: no serve step; each rollout's proxy sidecar calls the
   endpoint in teacher mode (``openforge proxy --teacher``) and records text, which SFT
   tokenizes with the student's chat template. Its key reaches that sidecar alone.
+- ``teacher.kind: checkpoint``: the serve step serves ``teacher.path`` with the config's
+  engine, and the proxies call it in teacher mode: recorded as text, as an endpoint's.
 
 Every session is kept with its verifier verdict under ``<name>/evals/<id>/``; `openforge
 sft` then reads them (``sft.recordings: <name>``, ``sft.evaluation: <id>``; ``sft.keep:

@@ -24,12 +24,16 @@ HOME_DIR = "/home/openforge"
 
 
 def _proxy_sidecar(config: ExperimentConfig) -> UserContainer:
-    """The recording proxy: reaches the serve step, or a recording's endpoint teacher, and
-    writes calls to the shared volume. Its one secret is that teacher's key, from a Secret,
+    """The recording proxy: reaches the serve step (the policy, or a recording's checkpoint
+    teacher), or a recording's endpoint teacher, and writes calls to the shared volume. Its one secret is that teacher's key, from a Secret,
     given to this container alone."""
     teacher = config.endpoint_teacher
     env: list[Env | SecretEnv] = [*pod_specs.config_env()]
-    if teacher is None:
+    if config.served_teacher is not None:
+        # The serve step serves the teacher's checkpoint: recorded as text, as an endpoint's,
+        # so SFT tokenizes it with the student's template whatever the teacher's tokenizer.
+        upstream, mode = f"http://{SERVE_ADDRESS}", ["--teacher"]
+    elif teacher is None:
         upstream, mode = f"http://{SERVE_ADDRESS}", [
             "--training",
             # Only when not the default: the manifests of temperature-1 runs stay as they were.

@@ -368,6 +368,12 @@ class ExperimentConfig(_Section):
         return teacher if teacher is not None and teacher.kind == "endpoint" else None
 
     @property
+    def served_teacher(self) -> TeacherConfig | None:
+        """A recording's checkpoint teacher: its serve step serves ``teacher.path``, which the proxies record as text."""
+        teacher = self.recording_teacher
+        return teacher if teacher is not None and teacher.kind == "checkpoint" else None
+
+    @property
     def serves_a_book(self) -> bool:
         """The dev engine plays a book the prepare step writes: choice mode, or a reference teacher."""
         return self.engine.dev_mode == "choice" or self.plays_reference
@@ -375,7 +381,7 @@ class ExperimentConfig(_Section):
     @model_validator(mode="after")
     def _recording_has_a_teacher(self) -> "ExperimentConfig":
         if self.evaluation is not None and self.evaluation.recording and self.teacher is None:
-            raise ValueError("a recording needs a `teacher:` section (kind reference or endpoint; docs/trainer.md)")
+            raise ValueError("a recording needs a `teacher:` section (kind reference, endpoint or checkpoint; docs/trainer.md)")
         if self.plays_reference and self.engine.kind != "dev":
             raise ValueError("teacher.kind reference is played by the dev engine: record with engine.kind dev")
         return self

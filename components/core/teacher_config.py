@@ -6,9 +6,12 @@ Its own module, as ``sft:`` has: only the recording reads it. Two kinds of teach
   turn with probability ``error_rate`` by playing one of that turn's other candidate turns
   (``choices``), so the recordings hold failures too. It serves the student's own model, so
   every record carries the student's token ids.
-- ``endpoint``: any OpenAI-compatible chat endpoint (a hosted model, vLLM on another
-  checkpoint) reached by the rollouts' proxy sidecars alone; recorded as text and tokenized
+- ``endpoint``: any OpenAI-compatible chat endpoint (a hosted model, an engine served beside
+  the run) reached by the rollouts' proxy sidecars alone; recorded as text and tokenized
   with the student's chat template when SFT reads it (docs/proxy.md, "Recording a teacher").
+- ``checkpoint``: another model (a folder or an S3 prefix), which the recording's own serve
+  step serves with the config's engine; the proxies record it as text, as an endpoint's, so
+  its tokenizer need not be the student's.
 
 The endpoint's key is never in the config: locally it is read from the environment variable
 ``api_key_env`` names; on a cluster from the Kubernetes Secret ``secret``, under the key of
@@ -30,6 +33,8 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # The sandbox passes every OPENFORGE_* variable of the host to every container of a pod
 # (pipelines/executor/_isolation.py): a key under such a name would reach the harness.
 _PASSED_TO_EVERY_CONTAINER = "OPENFORGE_"
+# What only an endpoint teacher has: where it is, its key, its prices.
+_ENDPOINT_FIELDS = ("url", "model", "api_key_env", "egress_cidrs", "usd_per_million_tokens")
 
 
 class TeacherPrices(BaseModel):
@@ -50,9 +55,14 @@ class TeacherConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["reference", "endpoint"] = Field(
+    kind: Literal["reference", "endpoint", "checkpoint"] = Field(
         description="`reference`: the dev engine plays the tasks' reference turns; `endpoint`: an "
-        "OpenAI-compatible chat endpoint answers."
+        "OpenAI-compatible chat endpoint answers; `checkpoint`: the recording's serve step serves `path`."
+    )
+    path: str | None = Field(
+        None,
+        description="kind checkpoint: the teacher's model, a local folder or an s3:// prefix (as model.path), served by "
+        "the recording's serve step with the config's engine (engine.kind dev or vllm) and recorded as text.",
     )
     error_rate: float = Field(
         0.0,
@@ -120,14 +130,19 @@ class TeacherConfig(BaseModel):
 
     @model_validator(mode="after")
     def _fields_of_its_kind(self) -> "TeacherConfig":
+        if self.error_rate and self.kind != "reference":
+            raise ValueError("teacher.error_rate applies to kind reference only; remove it")
+        if self.path is not None and self.kind != "checkpoint":
+            raise ValueError(f"teacher.path names a kind checkpoint teacher's model; kind {self.kind} has none: remove it")
         if self.kind == "endpoint":
             if self.url is None or self.model is None:
                 raise ValueError("teacher.kind endpoint needs teacher.url and teacher.model")
-            if self.error_rate:
-                raise ValueError("teacher.error_rate applies to kind reference only; remove it")
-        else:
-            given = [name for name in ("url", "model", "api_key_env", "egress_cidrs", "usd_per_million_tokens") if getattr(self, name) is not None]
-            given += ["api"] if self.api != "chat" else []
-            if given:
-                raise ValueError(f"teacher.kind reference serves the tasks' reference turns: remove teacher.{given[0]}")
+            return self
+        if self.kind == "checkpoint" and self.path is None:
+            raise ValueError("teacher.kind checkpoint needs teacher.path: the model folder or s3:// prefix to serve")
+        given = [name for name in _ENDPOINT_FIELDS if getattr(self, name) is not None]
+        given += ["api"] if self.api != "chat" else []
+        if given:
+            what = "serves the tasks' reference turns" if self.kind == "reference" else "is served by the recording itself"
+            raise ValueError(f"teacher.kind {self.kind} {what}: remove teacher.{given[0]}")
         return self

@@ -95,7 +95,8 @@ def test_record_refuses_a_config_without_a_teacher_and_compiles_what_it_runs(tmp
         "openforge.dev/step": "rollout", "openforge.dev/teacher-egress": "recorded"}  # fmt: skip
     (rule,) = policy["spec"]["egress"]
     assert rule == {"to": [{"ipBlock": {"cidr": "10.0.0.9/32"}}], "ports": [{"protocol": "TCP", "port": 8000}]}
-    for teacher in ({"kind": "reference", "error_rate": 0.2}, endpoint):
+    checkpoint = {"kind": "checkpoint", "path": "s3://models/teacher"}
+    for teacher in ({"kind": "reference", "error_rate": 0.2}, endpoint, checkpoint):
         recording = eval_config(_config(tmp_path / teacher["kind"], "sqlite:///unused.db", teacher), "base", eval_id="r", recording=True)
         (workflow,) = compile_config(recording)
         assert check_manifests([workflow], default_schema_path()) == []
@@ -103,6 +104,12 @@ def test_record_refuses_a_config_without_a_teacher_and_compiles_what_it_runs(tmp
         proxy = templates["rollout"]["sidecars"][0]
         if teacher["kind"] == "reference":
             assert "serve" in templates and "--training" in proxy["command"]
+            continue
+        if teacher["kind"] == "checkpoint":  # served by the recording, recorded as text, no key anywhere
+            assert "serve" in templates and "--teacher" in proxy["command"] and "--training" not in proxy["command"]
+            assert "s3://models/teacher" in yaml.safe_dump(workflow["spec"]["arguments"])
+            assert not [e for t in templates.values() for c in [t.get("container") or {}, *t.get("sidecars", [])]
+                        for e in c.get("env", []) if "valueFrom" in e]  # fmt: skip
             continue
         # No engine: the proxy calls the teacher in teacher mode, its key from the Secret, in this container alone.
         assert "serve" not in templates and "--teacher" in proxy["command"]
@@ -171,6 +178,36 @@ def test_an_endpoint_teacher_is_recorded_as_text_and_sft_makes_its_command_likel
     tuned = sft_policy_path(store, RunLayout(config.name))
     gain = _log_p(tuned, first.prompt_token_ids, first.completion_token_ids) - _log_p(base, first.prompt_token_ids, first.completion_token_ids)
     assert gain > 5, f"SFT raised log p(teacher's first turn) by {gain:.2f} nats only"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_checkpoint_teacher_is_served_by_the_recordings_own_serve_step_and_recorded_as_text(
+    tmp_path: Path, tracking_uri: str
+) -> None:
+    from transformers import AutoTokenizer
+
+    from components.engine.tiny_model import init_tiny_model
+    from components.trainer.text_calls import with_student_tokens
+
+    teacher = init_tiny_model(tmp_path / "teacher", seed=12)  # other weights, the student's tokenizer
+    config = _config(tmp_path, tracking_uri, {"kind": "checkpoint", "path": str(teacher)})
+    recording = eval_config(config, "base", eval_id="teacher", recording=True)
+    summary = evaluate_policy(recording, Console(file=io.StringIO()), workdir=tmp_path / ".openforge", runtime="sandbox")
+
+    # The serve step served the teacher's folder (not the student's tiny model), and the session is graded.
+    assert summary.checkpoint["source"] == str(teacher), summary.checkpoint
+    assert summary.status_counts["ok"] == 1
+    store, layout = open_store(config.storage.uri), run_layout(recording)
+    local = tmp_path / "session.jsonl"
+    local.write_bytes(store.get_bytes(layout.trajectory(0, "write-hello-s0")))
+    calls = read_session(local)
+    # Recorded as text, as an endpoint teacher's, which SFT tokenizes with the student's template.
+    assert calls and all(c.text_only and not c.completion_token_ids and c.upstream_status == 200 for c in calls)
+    tokenized = with_student_tokens(calls[0], AutoTokenizer.from_pretrained(teacher))
+    assert tokenized.prompt_token_ids and tokenized.completion_token_ids
+    sessions, tokens = teacher_tokens(recording)
+    assert sessions == 1 and tokens["completion"] > 0
 
 
 def _log_p(model_dir: str | os.PathLike[str], prompt: list[int], completion: list[int]) -> float:

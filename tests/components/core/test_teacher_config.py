@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from components.core.config import ExperimentConfig
+from components.core.config import ConfigError, ExperimentConfig
 from components.core.teacher_config import TeacherConfig
 
 
@@ -24,6 +24,11 @@ from components.core.teacher_config import TeacherConfig
         ({"kind": "reference", "usd_per_million_tokens": {"prompt": 1, "completion": 2}}, "remove teacher.usd_per_million_tokens"),
         ({"kind": "endpoint", "url": "http://h:1", "model": "m", "usd_per_million_tokens": {"prompt": -1, "completion": 2}},
          "greater than or equal to 0"),
+        ({"kind": "checkpoint"}, "needs teacher.path"),
+        ({"kind": "checkpoint", "path": "/m", "url": "http://h:1"}, "is served by the recording itself: remove teacher.url"),
+        ({"kind": "checkpoint", "path": "/m", "error_rate": 0.2}, "error_rate applies to kind reference only"),
+        ({"kind": "reference", "path": "/m"}, "kind reference has none: remove it"),
+        ({"kind": "endpoint", "url": "http://h:1", "model": "m", "path": "/m"}, "kind endpoint has none: remove it"),
     ],
 )
 def test_a_teacher_takes_the_fields_of_its_kind(fields: dict, problem: str) -> None:
@@ -60,3 +65,27 @@ def test_a_teachers_egress_defaults_to_public_addresses_on_its_port() -> None:
     assert peer["ipBlock"]["cidr"] == "0.0.0.0/0" and {"10.0.0.0/8", "169.254.0.0/16"} <= set(peer["ipBlock"]["except"])
     with pytest.raises(ValidationError, match=r"teacher.egress_cidrs: .* \(write an address block"):
         TeacherConfig(kind="endpoint", url="http://h:1", model="m", egress_cidrs=["api.teacher.example"])
+
+
+def test_a_checkpoint_teacher_is_served_by_the_recording_and_recorded_as_text(tmp_path) -> None:
+    from pipelines.evaluate import eval_config
+    from pipelines.rollout_pod import _proxy_sidecar
+
+    teacher = tmp_path / "teacher"
+    teacher.mkdir()
+    raw = {"name": "r", "model": {"tiny_seed": 3}, "tasks": {"source": "x"}, "engine": {"kind": "vllm"},
+           "teacher": {"kind": "checkpoint", "path": str(teacher)}}  # fmt: skip
+    config = ExperimentConfig.model_validate(raw)
+    recording = eval_config(config, "base", eval_id="e", recording=True)
+    # The serve step serves the teacher as a base model, with the config's engine (vLLM here).
+    assert recording.model.path == str(teacher) and recording.evaluation.checkpoint == "base"
+    assert recording.served_teacher is not None and recording.endpoint_teacher is None and not recording.serves_a_book
+    command = _proxy_sidecar(recording).command
+    assert "--teacher" in command and "--training" not in command
+    # Outside a recording the policy is served, as ever.
+    assert config.served_teacher is None and "--training" in _proxy_sidecar(config).command
+    missing = ExperimentConfig.model_validate({**raw, "teacher": {"kind": "checkpoint", "path": str(tmp_path / "none")}})
+    with pytest.raises(ConfigError, match="teacher.path .* is neither a folder nor an s3:// prefix"):
+        eval_config(missing, "base", recording=True)
+    with pytest.raises(ConfigError, match="serves its teacher.path"):
+        eval_config(config, "latest", recording=True)
