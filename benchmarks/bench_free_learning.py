@@ -39,13 +39,20 @@ def _log(message: str) -> None:
 def run(seeds: int, workdir: Path, doc: bool) -> int:
     from rich.console import Console
 
-    from benchmarks.free_learning.seed_run import run_seed
+    from benchmarks.free_learning.results import SeedResult
+    from benchmarks.free_learning.seed_run import STAGES, run_seed
 
     os.chdir(REPO)  # the config's relative task folders resolve from the repository
     console = Console()
     for seed in range(seeds):
-        result = load_seed(seed, commit_text(), now_text(), machine_summary())
-        run_seed(result, workdir / f"seed-{seed}", _log, console)
+        root = workdir / f"seed-{seed}"
+        stamps = commit_text(), now_text(), machine_summary()
+        result = load_seed(seed, *stamps)
+        if result.stages and not all(result.has(stage) for stage in STAGES) and not root.exists():
+            # Its remaining stages read checkpoints (SFT's, GRPO's) that only its lost store held.
+            _log(f"seed {seed}: stored up to {list(result.stages)[-1]}, but its store {root} is gone: starting it over")
+            result = SeedResult(seed=seed, commit=stamps[0], date=stamps[1], machine=stamps[2])
+        run_seed(result, root, _log, console)
     return render(doc)
 
 
