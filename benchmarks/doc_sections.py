@@ -46,10 +46,11 @@ def machine_summary() -> str:
 
 
 def commit_text() -> str:
-    """The checked-out commit, and whether the code a benchmark runs differs from it."""
+    """The checked-out commit, and whether the code a benchmark runs, or the configs and tasks
+    it runs (examples/), differ from it."""
     git = {"cwd": REPO, "capture_output": True, "text": True}
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], **git).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "components", "pipelines", "benchmarks"], **git)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "components", "pipelines", "benchmarks", "examples"], **git)
     return head + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 
