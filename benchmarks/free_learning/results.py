@@ -16,6 +16,12 @@ from pydantic import BaseModel, Field
 from benchmarks.doc_sections import REPO
 
 RESULTS = REPO / "benchmarks" / "results" / "free-learning"
+BARRED_HARNESS = "mini-swe-agent"  # the harness the bars are for; the others are reported
+
+
+def results_folder(harness: str = BARRED_HARNESS) -> Path:
+    """Where ``harness``'s seeds are stored: ``benchmarks/results/free-learning/<harness>/``."""
+    return RESULTS / harness
 
 
 class PassRates(BaseModel):
@@ -64,11 +70,11 @@ class SeedResult(BaseModel):
         return sum(float(stage.get("wall_s") or 0.0) for stage in self.stages.values())
 
 
-def seed_path(seed: int, folder: Path = RESULTS) -> Path:
-    return folder / f"seed-{seed}.json"
+def seed_path(seed: int, folder: Path | None = None) -> Path:
+    return (folder or results_folder()) / f"seed-{seed}.json"
 
 
-def load_seed(seed: int, commit: str, date: str, machine: str, folder: Path = RESULTS) -> SeedResult:
+def load_seed(seed: int, commit: str, date: str, machine: str, folder: Path | None = None) -> SeedResult:
     """The stored result of ``seed``, or a fresh one stamped with where and when it starts."""
     path = seed_path(seed, folder)
     if path.exists():
@@ -76,16 +82,17 @@ def load_seed(seed: int, commit: str, date: str, machine: str, folder: Path = RE
     return SeedResult(seed=seed, commit=commit, date=date, machine=machine)
 
 
-def save_stage(result: SeedResult, stage: str, value: BaseModel, folder: Path = RESULTS) -> None:
+def save_stage(result: SeedResult, stage: str, value: BaseModel, folder: Path | None = None) -> None:
     result.stages[stage] = json.loads(value.model_dump_json())
-    folder.mkdir(parents=True, exist_ok=True)
     path = seed_path(result.seed, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(result.model_dump(mode="json"), indent=1) + "\n")
     tmp.replace(path)  # never a half-written file to resume from
 
 
-def stored_seeds(folder: Path = RESULTS) -> list[SeedResult]:
+def stored_seeds(folder: Path | None = None) -> list[SeedResult]:
     return sorted(
-        (SeedResult.model_validate_json(p.read_text()) for p in folder.glob("seed-*.json")), key=lambda r: r.seed
+        (SeedResult.model_validate_json(p.read_text()) for p in (folder or results_folder()).glob("seed-*.json")),
+        key=lambda r: r.seed,
     )

@@ -1,10 +1,10 @@
 """One seed of `make bench-free-learning`, stage by stage, each stored as it ends (results.py).
 
-All of a seed's runs share one store under ``<workdir>/seed-<s>/``, so a stage cut off
+All of a seed's runs share one store under ``<workdir>/<harness>/seed-<s>/``, so a stage cut off
 mid-way resumes too: an evaluation with the same id skips its stored rollouts, and a run
 continues from its last committed iteration.
 
-    record          the reference teacher through mini-swe-agent (`openforge record`)
+    record          the reference teacher through the harness (`openforge record`)
     untrained_*     the untrained student (checkpoint base) on the training and held-out tasks
     sft             `openforge sft` on the passed sessions (the epoch of lowest held-out loss)
     sft_held_out    the SFT checkpoint on the held-out tasks
@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from rich.console import Console
 
-from benchmarks.free_learning.results import PassRates, RunCurve, SeedResult, save_stage
+from benchmarks.free_learning.results import BARRED_HARNESS, PassRates, RunCurve, SeedResult, results_folder, save_stage
 from benchmarks.harness_learning.curve import verdicts
 from benchmarks.pipeline_runs import bench_config
 from components.core.config import ExperimentConfig
@@ -49,14 +49,24 @@ class SftStage(BaseModel):
     wall_s: float
 
 
-def seed_config(seed: int, root: Path, overrides: dict | None = None) -> ExperimentConfig:
-    """examples/cold-start.yaml as shipped, its seed and tiny seed set to ``seed``, its store in ``root``."""
-    return bench_config(CONFIG, root, {"seed": seed, "model.tiny_seed": seed, **(overrides or {})})
+# The harnesses the protocol runs in: examples/cold-start.yaml is mini-swe-agent's; Claude
+# Code runs it as shipped, its own system prompt and tools (mini-swe-agent's template is not its).
+HARNESSES: dict[str, dict] = {
+    BARRED_HARNESS: {},
+    "claude-code": {"harness.name": "claude-code", "harness.settings": {}},
+}
 
 
-def run_seed(result: SeedResult, root: Path, log: Callable[[str], None], console: Console) -> SeedResult:
-    """Run every stage ``result`` lacks, storing each as it ends."""
-    base = seed_config(result.seed, root)
+def seed_config(seed: int, root: Path, overrides: dict | None = None, harness: str = BARRED_HARNESS) -> ExperimentConfig:
+    """examples/cold-start.yaml as shipped, in ``harness``, its seed and tiny seed set to ``seed``, its store in ``root``."""
+    return bench_config(CONFIG, root, {"seed": seed, "model.tiny_seed": seed, **HARNESSES[harness], **(overrides or {})})
+
+
+def run_seed(
+    result: SeedResult, root: Path, log: Callable[[str], None], console: Console, harness: str = BARRED_HARNESS
+) -> SeedResult:
+    """Run every stage ``result`` lacks in ``harness``, storing each as it ends (under results_folder(harness))."""
+    base = seed_config(result.seed, root, harness=harness)
     store = open_store(base.storage.uri)
     sft_folder = _local(store) / RunLayout(base.name).sft_checkpoint()
     # The control and distillation start where GRPO did: the SFT checkpoint, as a model folder.
@@ -73,17 +83,18 @@ def run_seed(result: SeedResult, root: Path, log: Callable[[str], None], console
         "grpo_held_out": lambda: _evaluate(base, "latest", HELD_OUT, HELD_OUT_SAMPLES, "grpo-held-out", root,
                                            console),  # fmt: skip
         "control": lambda: _rl(seed_config(result.seed, root, {"name": f"{base.name}-control", **from_sft,
-                                                               "algorithm.shuffle_rewards": True}), root, console),  # fmt: skip
-        "distill": lambda: _rl(seed_config(result.seed, root, {"name": f"{base.name}-distill", **from_sft,
-                                                               "algorithm.distillation": _teacher(base, store)}), root,
+                                                               "algorithm.shuffle_rewards": True}, harness), root,
                                console),  # fmt: skip
+        "distill": lambda: _rl(seed_config(result.seed, root, {"name": f"{base.name}-distill", **from_sft,
+                                                               "algorithm.distillation": _teacher(base, store)}, harness),
+                               root, console),  # fmt: skip
     }
     for stage in STAGES:
         if result.has(stage):
             continue
-        log(f"seed {result.seed}: {stage}")
-        save_stage(result, stage, stages[stage]())
-        log(f"seed {result.seed}: {stage} stored ({_brief(result, stage)})")
+        log(f"{harness} seed {result.seed}: {stage}")
+        save_stage(result, stage, stages[stage](), results_folder(harness))
+        log(f"{harness} seed {result.seed}: {stage} stored ({_brief(result, stage)})")
     return result
 
 

@@ -93,3 +93,19 @@ def test_the_seed_bound_is_the_one_sided_t_bound() -> None:
     assert not seed_bound([0.3, -0.2, 0.1]).holds
     with pytest.raises(ValueError, match="at least 2 seeds"):
         seed_bound([0.3])
+
+
+def test_claude_code_runs_the_same_config_as_shipped_and_its_section_reports_the_bars(tmp_path: Path) -> None:
+    from benchmarks.free_learning.seed_run import seed_config
+
+    config = seed_config(1, tmp_path / "root", harness="claude-code")
+    mini = seed_config(1, tmp_path / "root")
+    assert (config.harness.name, config.harness.settings) == ("claude-code", {})
+    assert mini.harness.settings and config.algorithm == mini.algorithm and config.tasks == mini.tasks
+    assert (config.seed, config.model.tiny_seed) == (1, 1)
+
+    _store_seed(tmp_path, 0, (3, 7, 9), (3, 4, 3))
+    section = report.section_markdown(stored_seeds(tmp_path), "claude-code")
+    assert section.startswith("## Learning by free sampling: claude-code")
+    assert "--harness claude-code" in section and "free-learning/claude-code/seed-*.json" in section
+    assert "here they are reported, not required" in section and "instance_template" not in section
