@@ -69,9 +69,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The seed-0 tiny Qwen2 model, written once per test session."""
+def seed0_tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seed-0 tiny Qwen2 model, written once per test session.
+
+    The session-wide engines below take it under this name, which no folder's conftest
+    overrides: through ``tiny_model_dir`` they would get whichever override the first test
+    to start them saw (tests/components/trainer's has a stand-in tokenizer), for the rest
+    of the worker's session."""
     return init_tiny_model(tmp_path_factory.mktemp("models") / "tiny-seed0", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(seed0_tiny_model_dir: Path) -> Path:
+    """The seed-0 tiny Qwen2 model (seed0_tiny_model_dir)."""
+    return seed0_tiny_model_dir
 
 
 @pytest.fixture(scope="session")
@@ -84,7 +95,7 @@ def tiny_vl_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def make_dev_engine(
-    tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    seed0_tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Callable[..., EngineServer]]:
     """Factory: ``make_dev_engine(script=None, model_dir=None, args=())`` starts one more dev engine.
 
@@ -102,7 +113,7 @@ def make_dev_engine(
             script_path = logs / f"script-{len(started)}.json"
             script_path.write_text(json.dumps(script))
         engine = start_dev_engine(
-            model_dir or tiny_model_dir, logs, script=script_path, name=f"dev-engine-{len(started)}", args=args
+            model_dir or seed0_tiny_model_dir, logs, script=script_path, name=f"dev-engine-{len(started)}", args=args
         )
         started.append(engine)
         return engine
@@ -143,11 +154,11 @@ def make_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[...
 
 @pytest.fixture(scope="session")
 def vllm_engine(
-    make_vllm: Callable[..., VllmServer], tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+    make_vllm: Callable[..., VllmServer], seed0_tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> VllmServer:
     """One real vLLM per session serving the tiny model as policy version ``VLLM_POLICY_VERSION``."""
     checkpoint = tmp_path_factory.mktemp("vllm-checkpoint") / "policy"
-    shutil.copytree(tiny_model_dir, checkpoint)
+    shutil.copytree(seed0_tiny_model_dir, checkpoint)
     write_checkpoint_info(checkpoint, {"policy_version": VLLM_POLICY_VERSION})
     return make_vllm(checkpoint)
 
