@@ -149,15 +149,21 @@ def test_a_text_only_teacher_behind_the_messages_surface_tokenizes_as_the_studen
     teacher, student: Path, tmp_path: Path
 ) -> None:
     """What Claude Code's recordings hold: the request translated to chat, the answer a Message."""
+    _assert_recorded_both_ways_alike(_messages_session, "anthropic.messages", teacher, student, tmp_path)
+
+
+def _assert_recorded_both_ways_alike(session, api: str, teacher, student: Path, tmp_path: Path) -> None:
+    """``session`` recorded token for token and from the teacher as text: tokenized with the
+    student's template, the text-only calls hold the ids the student's engine saw and wrote."""
     from transformers import AutoTokenizer
 
     for name, flags in (("ids", ()), ("text", ("--teacher",))):
         with _proxy(teacher.url, tmp_path / name, *flags) as proxy:
-            _messages_session(proxy.url, f"write-hello-{name}")
+            session(proxy.url, f"write-hello-{name}")
     with_ids = read_session(tmp_path / "ids" / "write-hello-ids.jsonl")
     as_text = read_session(tmp_path / "text" / "write-hello-text.jsonl")
 
-    assert [c.api for c in as_text] == ["anthropic.messages"] * 2 and all(c.text_only for c in as_text)
+    assert [c.api for c in as_text] == [api] * 2 and all(c.text_only for c in as_text)
     tokenizer = AutoTokenizer.from_pretrained(student)
     for engine_saw, ours in zip(with_ids, (with_student_tokens(c, tokenizer) for c in as_text), strict=True):
         assert ours.prompt_token_ids == engine_saw.prompt_token_ids
@@ -184,16 +190,4 @@ def test_a_text_only_teacher_behind_the_responses_surface_tokenizes_as_the_stude
     teacher, student: Path, tmp_path: Path
 ) -> None:
     """What Codex's recordings hold: the request translated to chat, the answer a Response (streamed or not)."""
-    from transformers import AutoTokenizer
-
-    for name, flags in (("ids", ()), ("text", ("--teacher",))):
-        with _proxy(teacher.url, tmp_path / name, *flags) as proxy:
-            _responses_session(proxy.url, f"write-hello-{name}")
-    with_ids = read_session(tmp_path / "ids" / "write-hello-ids.jsonl")
-    as_text = read_session(tmp_path / "text" / "write-hello-text.jsonl")
-
-    assert [c.api for c in as_text] == ["responses"] * 2 and all(c.text_only for c in as_text)
-    tokenizer = AutoTokenizer.from_pretrained(student)
-    for engine_saw, ours in zip(with_ids, (with_student_tokens(c, tokenizer) for c in as_text), strict=True):
-        assert ours.prompt_token_ids == engine_saw.prompt_token_ids
-        assert ours.completion_token_ids == engine_saw.completion_token_ids
+    _assert_recorded_both_ways_alike(_responses_session, "responses", teacher, student, tmp_path)
