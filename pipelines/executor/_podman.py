@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import threading
@@ -46,6 +47,8 @@ from pipelines.executor._templating import ManifestError, map_manifest_text, unm
 LOCAL_IMAGE = "localhost/openforge/local:0.1.0"
 POD_LABEL = "openforge.dev/runtime"  # every pod this runtime starts carries it: `podman pod ps --filter label=...`
 _POLL_S = 0.2
+_REMOVE_TRIES = 4
+_REMOVE_BACKOFF_S = 0.5
 _CHANNEL_VOLUME = "openforge-engine-channel"
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -156,7 +159,13 @@ class PodmanPod:
             log = self.log_dir / f"{container}.log"
             with log.open("wb") as out:
                 subprocess.run([podman, "logs", self._container(container)], stdout=out, stderr=subprocess.STDOUT, check=False)
-        _quiet([podman, "pod", "rm", "-f", self.name])
+        left = _remove_pod(podman, self.name)
+        if left:
+            # The rollout's outputs are already saved, so a pod that will not go is reported, not raised:
+            # raising here would fail a finished rollout over host cleanup.
+            message = f"podman pod {self.name} was not removed ({left}); remove it with `podman pod rm -f {self.name}`"
+            (self.log_dir / "removal.log").write_text(message + "\n")
+            print(f"openforge: {message}", file=sys.stderr, flush=True)
         if self.channel is not None:
             self.channel.terminate()
             try:
@@ -302,6 +311,21 @@ def _container(
     if container.get("securityContext"):
         spec["securityContext"] = container["securityContext"]
     return spec
+
+
+def _remove_pod(podman: str, name: str, tries: int = _REMOVE_TRIES) -> str | None:
+    """Remove a pod, retrying while podman is busy (its lock or a container still stopping); why it stayed, if it did."""
+    why = None
+    for attempt in range(tries):
+        removed = subprocess.run([podman, "pod", "rm", "-f", name], capture_output=True, text=True, check=False)
+        if removed.returncode == 0:
+            return None
+        why = removed.stderr.strip() or removed.stdout.strip() or f"exit {removed.returncode}"
+        if "no pod with name or ID" in why:
+            return None  # already gone
+        if attempt + 1 < tries:
+            time.sleep(_REMOVE_BACKOFF_S * (attempt + 1))
+    return why
 
 
 def _quiet(argv: list[str]) -> None:

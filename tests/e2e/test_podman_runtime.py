@@ -22,6 +22,7 @@ from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
 from components.core.trajectory import RecordedCall
 from pipelines.executor import PodmanOptions, podman_problem
+from pipelines.executor._podman import POD_LABEL, PodmanPod
 from pipelines.executor import _pod_node
 from pipelines.run import run_experiment
 
@@ -93,11 +94,13 @@ def test_podman_runtime_runs_rollouts_as_pods_with_the_process_runtimes_trajecto
     podman_runs: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pods: list[dict[str, Any]] = []
+    started: list[PodmanPod] = []
     start = _pod_node.start_podman_pod
 
     def spy(plan, template, *args):  # type: ignore[no-untyped-def]
         pod = start(plan, template, *args)
         pods.append(json.loads((plan.sandbox / "pod.yaml").read_text()))
+        started.append(pod)
         return pod
 
     monkeypatch.setattr(_pod_node, "start_podman_pod", spy)
@@ -118,12 +121,21 @@ def test_podman_runtime_runs_rollouts_as_pods_with_the_process_runtimes_trajecto
         assert spec["hostNetwork"] is False and spec["securityContext"]["runAsUser"] == 1000
         assert [v["hostPath"]["type"] for v in spec["volumes"]].count("Socket") == 1
         assert spec["containers"][0]["command"][:3] == ["openforge", "step", "rollout"]
-    leftover = subprocess.run(
-        ["podman", "pod", "ps", "-q", "--filter", "label=openforge.dev/runtime"], capture_output=True, text=True, check=True
-    )
-    assert leftover.stdout.strip() == ""
+    # Each of this test's pods is gone (other runs on the machine may hold theirs); where one is
+    # left, the runtime said why in its removal.log.
+    listed = subprocess.run(
+        ["podman", "pod", "ps", "--format", "{{.Name}}", "--filter", f"label={POD_LABEL}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    left = {pod.name: _removal_note(pod) for pod in started if pod.name in listed}
+    assert not left, f"pods left after the run: {left}"
 
     process_shape, podman_shape = _shape(by_process), _shape(by_podman)
     assert len(podman_shape) == 4
     assert all(r["status"] == "ok" and r["calls"] > 0 and r["logprobs_match_tokens"] for r in podman_shape.values())
     assert podman_shape == process_shape
+
+
+def _removal_note(pod: PodmanPod) -> str:
+    note = pod.log_dir / "removal.log"
+    return note.read_text().strip() if note.exists() else "no removal.log: the runtime did not notice"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from components.proxy.cli import UPSTREAM_SOCKET_ENV
+from pipelines.executor import _podman
 from pipelines.executor._channel import CHANNEL_PATH
-from pipelines.executor._podman import PodmanOptions, pod_spec, podman_problem
+from pipelines.executor._podman import PodmanOptions, PodmanPod, pod_spec, podman_problem
 from pipelines.executor._sandbox import PodPlan, plan_pod
 from pipelines.executor._templating import mark
 from pipelines.run import local_podman_options
@@ -145,3 +146,45 @@ def test_a_secret_goes_to_the_container_that_asks_for_it_from_the_variable_of_it
     # podman would write it into a pod spec on disk: refused, naming the runtime that can.
     with pytest.raises(ManifestError, match="use --runtime sandbox"):
         pod_spec("openforge-test", plan, template, {}, PodmanOptions(image="local:1"))
+
+
+def _flaky_podman(tmp_path: Path, failures: int) -> Path:
+    """A podman whose `pod rm` fails `failures` times as a busy one does: a real lock timeout
+    cannot be made on demand, so this stands in for podman in the cleanup tests alone."""
+    script = tmp_path / "podman"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1 $2" = "pod rm" ]; then\n'
+        f'  n=$(cat {tmp_path}/rm-tries 2>/dev/null || echo 0); echo $((n + 1)) > {tmp_path}/rm-tries\n'
+        f'  if [ "$n" -lt {failures} ]; then echo "Error: acquiring lock: timed out" >&2; exit 125; fi\n'
+        "fi\n"
+        'if [ "$1" = logs ]; then echo "log of $2"; fi\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _stopped_pod(tmp_path: Path, failures: int, monkeypatch: pytest.MonkeyPatch) -> PodmanPod:
+    monkeypatch.setattr(_podman, "_REMOVE_BACKOFF_S", 0.01)
+    options = PodmanOptions(podman=str(_flaky_podman(tmp_path, failures)))
+    pod = PodmanPod("openforge-test", ["main", "proxy"], tmp_path / "logs", options, stop_timeout_s=1)
+    pod.stop()
+    return pod
+
+
+def test_a_busy_podman_is_asked_again_to_remove_the_pod(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pod = _stopped_pod(tmp_path, 2, monkeypatch)
+    assert (tmp_path / "rm-tries").read_text().strip() == "3"
+    assert not (pod.log_dir / "removal.log").exists()
+    assert (pod.log_dir / "main.log").read_text() == "log of openforge-test-main\n"
+
+
+def test_a_pod_that_will_not_go_is_reported_with_the_command_that_removes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pod = _stopped_pod(tmp_path, 100, monkeypatch)
+    note = (pod.log_dir / "removal.log").read_text()
+    assert "openforge-test was not removed (Error: acquiring lock: timed out)" in note
+    assert "podman pod rm -f openforge-test" in note
+    assert note.strip() in capsys.readouterr().err
+    assert (pod.log_dir / "proxy.log").read_text() == "log of openforge-test-proxy\n"  # the rollout's logs are kept
