@@ -8,12 +8,14 @@ wait for its health endpoint and stop it without leaving orphans.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +30,45 @@ class PortTaken(ServiceError):
     """Another program listened on the service's port first; a fresh port may succeed."""
 
 
+# Where free_port draws: above Ray's worker ports (10002-19999 by default) and below the
+# kernel's ephemeral range, so no outgoing connection is handed the port between the draw and
+# the server's bind (a CI run lost a proxy that way, to a port of 32768-60999).
+_DRAW_LOW = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_drawn: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port that was free a moment ago (the OS picks it, so parallel runs do not collide)."""
+    """A port that was free a moment ago: drawn at random below the ephemeral range (parallel
+    runs rarely draw the same one, and a listener's bind is tried first), never twice in one
+    process; the OS picks one where that range is unknown or full."""
+    high = _ephemeral_low()
+    if high > _DRAW_LOW:
+        draws = random.SystemRandom()
+        for _ in range(64):
+            port = draws.randrange(_DRAW_LOW, high)
+            if port not in _drawn and _bindable(host, port):
+                _drawn.add(port)
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _bindable(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 @dataclass
@@ -91,8 +127,8 @@ def wait_healthy(url: str, deadline_s: float, process: subprocess.Popen | None =
     impostor = False
     while time.monotonic() < end:
         if process is not None and process.poll() is not None:
-            if impostor:
-                raise PortTaken(f"exited with code {process.returncode}: another program listens on {url}'s port")
+            if impostor or (port is not None and not _bindable(urllib.parse.urlsplit(url).hostname or "127.0.0.1", port)):
+                raise PortTaken(f"exited with code {process.returncode}: another program holds {url}'s port")
             raise ServiceError(f"exited with code {process.returncode} before {url} answered")
         try:
             with urllib.request.urlopen(url, timeout=2) as resp:

@@ -15,7 +15,7 @@ from tests.e2e.test_harnesses import _task
 
 from components.core.config import ExperimentConfig
 from components.core.outcome import Outcome
-from components.core.services import free_port, openforge_argv, start_service
+from components.core.services import openforge_argv, start_on_free_port
 from components.core.trajectory import RecordedCall, read_session
 from components.rollout.harnesses import get_harness
 from components.rollout.runner import run_rollout
@@ -37,9 +37,7 @@ def run_proxied_rollout(harness: str, upstream: str, tmp_path: Path, name: str, 
     adapter = get_harness(harness)
     if not adapter.is_installed():
         pytest.skip(f"{harness} {adapter.version} is not installed: run `openforge harness install {harness}`")
-    port = free_port()
     sessions = tmp_path / "sessions"
-    argv = openforge_argv("proxy", "--upstream", upstream, "--out", str(sessions), "--port", str(port), "--training")
     config = ExperimentConfig.model_validate(
         {
             "name": name,
@@ -48,7 +46,10 @@ def run_proxied_rollout(harness: str, upstream: str, tmp_path: Path, name: str, 
             "rollout": settings["rollout"],
         }
     )
-    with start_service("proxy", argv, port=port, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
+    def argv(port: int) -> list[str]:
+        return openforge_argv("proxy", "--upstream", upstream, "--out", str(sessions), "--port", str(port), "--training")
+
+    with start_on_free_port("proxy", argv, log_dir=tmp_path / "logs", env={"PYTHONPATH": str(REPO)}) as proxy:
         outcome = run_rollout(
             config,
             iteration=0,
