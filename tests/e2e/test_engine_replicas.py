@@ -1,8 +1,9 @@
 """Engine replicas in a real local iteration: the quickstart with ``engine.replicas: 2`` on the
 dev engine, its rollouts sandboxed where namespaces can be made. Each rollout's proxy reaches
-both engines through its pod's channel (one socket each) and pins its session to one of them:
-the engines' logs show every session on one engine only, and sessions on both. A replica
-killed mid-iteration costs its sessions one resent call each, not their rollouts."""
+both engines through its pod's channel (one socket each) and pins its session to one of them,
+and sessions use both. A replica killed mid-iteration costs its sessions one resent call each,
+not their rollouts. One run shows both: until the kill every call reaches its session's
+pinned replica (a run without the kill would show that alone, for another ~3 CI minutes)."""
 
 from __future__ import annotations
 
@@ -23,37 +24,6 @@ from tests.e2e._quickstart import local_quickstart
 
 RUNTIME = "process" if sandbox_problem() else "sandbox"
 _SESSION_LINE = re.compile(r"POST /v1/chat/completions for session (\S+)")
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)  # one local iteration with two engines and training: ~2 min idle
-def test_each_session_reaches_one_replica_and_sessions_use_both(tmp_path: Path) -> None:
-    from components.core import read_session
-    from pipelines.run import run_experiment
-
-    config = local_quickstart(tmp_path, iterations=1)
-    config.engine.replicas = 2
-
-    metrics = run_experiment(config, console=Console(file=io.StringIO()), workdir=tmp_path / ".openforge", runtime=RUNTIME)
-
-    sessions_on: dict[str, set[int]] = defaultdict(set)
-    logs = sorted((tmp_path / ".openforge").rglob("generate.serve-*/main.log"))
-    assert [log.parent.name for log in logs] == ["generate.serve-0", "generate.serve-1"]
-    for replica, log in enumerate(logs):
-        for session in _SESSION_LINE.findall(log.read_text()):
-            sessions_on[session].add(replica)
-    store, layout = open_store(config.storage.uri), RunLayout(config.name)
-    rollouts = [k.rsplit("/", 1)[1].removesuffix(".json") for k in store.list(layout.outcomes(0))]
-    assert len(rollouts) == 16 and set(sessions_on) == set(rollouts)
-    for session, replicas in sessions_on.items():
-        assert replicas == {pinned_replica(session, 2)}, f"{session} reached engines {replicas}"
-    assert {r for replicas in sessions_on.values() for r in replicas} == {0, 1}, "every session on one engine"
-    # Each recorded call names the replica that answered it.
-    for session in rollouts:
-        trajectory = tmp_path / "call.jsonl"
-        trajectory.write_bytes(store.get_bytes(layout.trajectory(0, session)))
-        assert {call.tags[REPLICA_TAG] for call in read_session(trajectory)} == {pinned_replica(session, 2)}
-    assert metrics[0]["batch/trained_tokens"] > 0
 
 
 @pytest.mark.slow
@@ -78,17 +48,17 @@ def test_a_replica_killed_mid_iteration_costs_its_sessions_a_resent_call_not_the
     monkeypatch.setattr(_pod_node, "start_pod", spy)
     killed = threading.Event()
 
-    def kill_replica_1_after_its_first_call() -> None:
+    def kill_replica_1_after_its_third_call() -> None:
         end = time.monotonic() + 600
         while time.monotonic() < end and not killed.is_set():
             pod, log = daemons.get("generate.serve-1", (None, None))
-            if pod is not None and log.exists() and _SESSION_LINE.search(log.read_text()):
+            if pod is not None and log.exists() and len(_SESSION_LINE.findall(log.read_text())) >= 3:
                 pod.main.process.kill()
                 killed.set()
                 return
             time.sleep(0.05)
 
-    threading.Thread(target=kill_replica_1_after_its_first_call, daemon=True).start()
+    threading.Thread(target=kill_replica_1_after_its_third_call, daemon=True).start()
     console = Console(file=io.StringIO())
     with pytest.raises(WorkflowFailed, match="serve-1: daemon exited"):
         run_experiment(config, console=console, workdir=tmp_path / ".openforge", runtime=RUNTIME)
@@ -105,6 +75,20 @@ def test_a_replica_killed_mid_iteration_costs_its_sessions_a_resent_call_not_the
         resent += [c for c in calls if c.tags.get("upstream_attempts", 1) > 1]
         if pinned_replica(outcome.rollout_id, 2) == 0:
             assert {c.tags[REPLICA_TAG] for c in calls} == {0}, "a session of the live replica moved"
+        else:  # its pinned replica until the kill, then the live one from the resent call on
+            replicas = [c.tags[REPLICA_TAG] for c in calls]
+            moved = replicas.index(0) if 0 in replicas else len(replicas)
+            assert replicas == [1] * moved + [0] * (len(replicas) - moved), f"{outcome.rollout_id}: {replicas}"
+            assert moved == len(calls) or calls[moved].tags.get("upstream_attempts") == 2
+    # The engines' own logs: each saw only its sessions (replica 0 also those resent to it), and
+    # both saw some.
+    logs = sorted((tmp_path / ".openforge").rglob("generate.serve-*/main.log"))
+    assert [log.parent.name for log in logs] == ["generate.serve-0", "generate.serve-1"]
+    seen = [set(_SESSION_LINE.findall(log.read_text())) for log in logs]
+    assert seen[0] and seen[1], "every session on one engine"
+    assert all(pinned_replica(session, 2) == 1 for session in seen[1])
+    resent_sessions = {c.session_id for c in resent}
+    assert all(pinned_replica(session, 2) == 0 or session in resent_sessions for session in seen[0])
     # The sessions pinned to the killed replica that called it afterwards each resent one call, to replica 0.
     assert resent and all(c.tags["upstream_attempts"] == 2 and c.tags[REPLICA_TAG] == 0 for c in resent)
     assert len({c.session_id for c in resent}) == len(resent), "a session resent more than one call"
