@@ -1,6 +1,6 @@
 """The overlap part of the overhead benchmark: its subsection sets the two runs side by side
 (wall time, iterations, pass rate, policy lag) and reports the ratio. The runs themselves are
-the quickstart (tests/e2e/test_overlapped_run.py runs an overlapped one)."""
+the quickstart (tests/e2e/test_overlapped_kill.py runs an overlapped one)."""
 
 from __future__ import annotations
 

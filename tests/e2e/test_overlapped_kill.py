@@ -1,4 +1,6 @@
-"""An overlapped run killed with SIGKILL and run again: nothing trained twice, nothing skipped.
+"""An overlapped run killed with SIGKILL and run again: nothing trained twice, nothing skipped,
+and each iteration's update what an overlapped run makes (iteration 1 sampled checkpoint 0
+and trained checkpoint 1 on it, its ratio taken against the recorded behaviour logprobs).
 
 The real quickstart with ``algorithm.max_staleness: 1`` as ``openforge run`` in its own
 process group, killed once iteration 1's rollouts (sampled beside iteration 0's score and
@@ -44,13 +46,14 @@ def _sampled_versions(store, layout: RunLayout, iteration: int) -> set[str | Non
     }
 
 
-def _metric_steps(tracking_uri: str, name: str, metric: str) -> list[int]:
+def _metric_history(tracking_uri: str, name: str, metric: str) -> list[tuple[int, float]]:
+    """(step, value) of each time ``metric`` was logged in the run's one MLflow run, by step."""
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=tracking_uri)
     experiment = client.get_experiment_by_name(name)
     (run,) = client.search_runs([experiment.experiment_id], filter_string=f"tags.`{RUN_TAG}` = '{name}'")
-    return sorted(m.step for m in client.get_metric_history(run.info.run_id, metric))
+    return sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, metric))
 
 
 @pytest.mark.timeout(1500)  # two runs of two local iterations on CI's loaded cores
@@ -87,5 +90,12 @@ def test_a_killed_overlapped_run_resumes_without_training_twice_or_skipping(tmp_
         # though checkpoint 1 may be committed by the time the second run starts them.
         assert _sampled_versions(store, layout, iteration) == {"0"}, iteration
     # One update per iteration, logged once each: none trained twice, none skipped.
-    assert _metric_steps(config.tracking.uri, config.name, "batch/trained_tokens") == [0, 1]
+    trained = _metric_history(config.tracking.uri, config.name, "batch/trained_tokens")
+    assert [step for step, _ in trained] == [0, 1] and all(tokens > 0 for _, tokens in trained)
+    # Iteration 1 trained checkpoint 1 on checkpoint 0's samples, one version behind: iteration 0's
+    # update starts on the weights that sampled it (recorded and recomputed logprobs agree);
+    # iteration 1's starts one update later, the gap the behaviour logprobs correct.
+    assert [lag for _, lag in _metric_history(config.tracking.uri, config.name, "batch/policy_lag_mean")] == [0.0, 1.0]
+    gaps = [gap for _, gap in _metric_history(config.tracking.uri, config.name, "train/logprob_gap_mean")]
+    assert gaps[0] < 1e-3 < gaps[1], gaps
     assert not store.exists(layout.plan(2)), "the run's last iteration sampled past its end"
