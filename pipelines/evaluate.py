@@ -115,12 +115,13 @@ def evaluate_policy(
     store = open_store(config.storage.uri, config.storage.endpoint_url)
     layout = run_layout(config)
     (manifest,) = compile_config(config)
-    with local_executor(config, workdir, programs, warm_start, runtime) as options, RunView(console) as view:
+    workflow = f"eval-{config.evaluation.id}"
+    with local_executor(config, workdir, programs, warm_start, runtime, workflow=workflow) as options, RunView(console) as view:
         execute_workflow(
             [manifest],
             parameters={"config": config_yaml(config)},
             store=store,
-            workdir=workdir / "executor" / config.name / f"eval-{config.evaluation.id}",
+            workdir=workdir / "executor" / config.name / workflow,
             options=options(resume_rule(store, layout, 0)),
             observer=view.observe,
         )

@@ -96,7 +96,7 @@ def run_experiment(
             f"trainer.nnodes {config.trainer.nnodes} trains across nodes on a KubeRay RayJob: submit it to a cluster "
             "(openforge deploy/submit, docs/trainer.md 'Training across nodes'); on this machine set trainer.nnodes: 1"
         )
-    with local_executor(config, workdir, programs, warm_start, runtime) as options:
+    with local_executor(config, workdir, programs, warm_start, runtime, workflow="run") as options:
         return _run_iterations(config, iterations, console or Console(), workdir, options)
 
 
@@ -108,12 +108,30 @@ def local_executor(
     warm_start: bool,
     runtime: Runtime,
     needs_harness: bool = True,
+    *,
+    workflow: str,
 ) -> Iterator[Callable[[Callable[[str], str | None]], ExecutorOptions]]:
     """What every local workflow of this config shares (a run's iterations, an evaluation, SFT).
 
-    Checks the harness (where the workflow runs rollouts) and podman before any step starts, starts the warm-start server
-    for the duration, and yields a function making the executor's options from a resume rule.
+    Refuses a second ``workflow`` of this experiment in ``workdir`` while one runs
+    (pipelines/workflow_lock.py), checks the harness (where the workflow runs rollouts) and
+    podman before any step starts, starts the warm-start server for the duration, and yields
+    a function making the executor's options from a resume rule.
     """
+    from pipelines.workflow_lock import workflow_lock
+
+    with workflow_lock(workdir / "executor" / config.name, workflow):
+        yield from _local_executor(config, workdir, programs, warm_start, runtime, needs_harness)
+
+
+def _local_executor(
+    config: ExperimentConfig,
+    workdir: Path,
+    programs: Mapping[str, list[str]] | None,
+    warm_start: bool,
+    runtime: Runtime,
+    needs_harness: bool,
+) -> Iterator[Callable[[Callable[[str], str | None]], ExecutorOptions]]:
     from pipelines.executor import ExecutorOptions, podman_problem, sandbox_problem
     from pipelines.warm_start import openforge_warm_starts
 

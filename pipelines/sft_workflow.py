@@ -65,7 +65,10 @@ def run_sft_locally(config: ExperimentConfig, console: Console, *, workdir: Path
     store, layout = open_store(config.storage.uri, config.storage.endpoint_url), RunLayout(config.name)
     done_before = store.exists(layout.sft_marker())
     # No model-written command runs in it: its one step is a process, as train is.
-    with local_executor(config, workdir, None, warm_start, "process", needs_harness=False) as options, RunView(console) as view:
+    with (
+        local_executor(config, workdir, None, warm_start, "process", needs_harness=False, workflow="sft") as options,
+        RunView(console) as view,
+    ):
         execute_workflow(
             [compile_sft(config)],
             parameters={"config": config_yaml(config)},
