@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from components.core.storage import open_store, run_layout
-from pipelines.run import DEFAULT_RUNTIME, RUNTIME_HELP, Runtime, RunError, local_executor, resume_rule, warn_if_unsandboxed
+from pipelines.run import (
+    DEFAULT_RUNTIME,
+    RUNTIME_HELP,
+    Runtime,
+    RunError,
+    executor_folder,
+    local_executor,
+    resume_rule,
+    warn_if_unsandboxed,
+)
 
 # pydantic, the config's models and rich load in the functions that use them: `openforge
 # --help` imports this module and needs none of them.
@@ -121,7 +130,7 @@ def evaluate_policy(
             [manifest],
             parameters={"config": config_yaml(config)},
             store=store,
-            workdir=workdir / "executor" / config.name / workflow,
+            workdir=executor_folder(workdir, config) / workflow,
             options=options(resume_rule(store, layout, 0)),
             observer=view.observe,
         )

@@ -49,6 +49,11 @@ class RunError(RuntimeError):
     """An iteration that ended without being committed."""
 
 
+def executor_folder(workdir: Path, config: ExperimentConfig) -> Path:
+    """Where the local executor keeps an experiment's workflows (their pods' folders and logs) and their locks."""
+    return workdir / "executor" / config.name
+
+
 def resume_rule(store: ArtifactStore, layout: RunLayout, iteration: int) -> Callable[[str], str | None]:
     """Steps without output artifacts that already finished in an earlier, interrupted attempt.
 
@@ -120,7 +125,7 @@ def local_executor(
     """
     from pipelines.workflow_lock import workflow_lock
 
-    with workflow_lock(workdir / "executor" / config.name, workflow):
+    with workflow_lock(executor_folder(workdir, config), workflow):
         yield from _local_executor(config, workdir, programs, warm_start, runtime, needs_harness)
 
 
@@ -154,7 +159,7 @@ def _local_executor(
     # First, so its imports overlap the set-up below and the first steps (which start cold).
     warm = None
     if warm_start and programs is None:
-        warm = openforge_warm_starts(log_path=workdir / "executor" / config.name / "warm-start.log")
+        warm = openforge_warm_starts(log_path=executor_folder(workdir, config) / "warm-start.log")
     extra = {"programs": programs} if programs is not None else {"warm": warm}
 
     def options(skip: Callable[[str], str | None]) -> ExecutorOptions:
@@ -245,7 +250,7 @@ def _run_iterations(
                 # stop-at: overlapped iterations sample nothing past the run's end.
                 parameters={"config": text, "iteration": str(iteration), STOP_AT: str(total)},
                 store=store,
-                workdir=workdir / "executor" / config.name / f"iteration-{iteration:05d}",
+                workdir=executor_folder(workdir, config) / f"iteration-{iteration:05d}",
                 options=options(resume_rule(store, layout, iteration)),
                 observer=view.observe,
             )

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from components.trainer.sft import SftReport
 
 ENTRYPOINT = "sft"
+_WORKFLOW = "sft"  # the local executor's folder and lock name for it, under executor_folder
 
 
 def sft_template_name(config: ExperimentConfig) -> str:
@@ -59,21 +60,21 @@ def run_sft_locally(config: ExperimentConfig, console: Console, *, workdir: Path
     from components.trainer.sft import SftReport
     from pipelines.executor import execute_workflow
     from pipelines.iteration import config_yaml
-    from pipelines.run import RunError, local_executor
+    from pipelines.run import RunError, executor_folder, local_executor
     from pipelines.run_view import RunView
 
     store, layout = open_store(config.storage.uri, config.storage.endpoint_url), RunLayout(config.name)
     done_before = store.exists(layout.sft_marker())
     # No model-written command runs in it: its one step is a process, as train is.
     with (
-        local_executor(config, workdir, None, warm_start, "process", needs_harness=False, workflow="sft") as options,
+        local_executor(config, workdir, None, warm_start, "process", needs_harness=False, workflow=_WORKFLOW) as options,
         RunView(console) as view,
     ):
         execute_workflow(
             [compile_sft(config)],
             parameters={"config": config_yaml(config)},
             store=store,
-            workdir=workdir / "executor" / config.name / "sft",
+            workdir=executor_folder(workdir, config) / _WORKFLOW,
             options=options(lambda _task: None),
             observer=view.observe,
         )

@@ -313,17 +313,17 @@ def _container(
     return spec
 
 
-def _remove_pod(podman: str, name: str, tries: int = _REMOVE_TRIES) -> str | None:
+def _remove_pod(podman: str, name: str) -> str | None:
     """Remove a pod, retrying while podman is busy (its lock or a container still stopping); why it stayed, if it did."""
     why = None
-    for attempt in range(tries):
+    for attempt in range(_REMOVE_TRIES):
         removed = subprocess.run([podman, "pod", "rm", "-f", name], capture_output=True, text=True, check=False)
         if removed.returncode == 0:
             return None
         why = removed.stderr.strip() or removed.stdout.strip() or f"exit {removed.returncode}"
         if "no pod with name or ID" in why:
             return None  # already gone
-        if attempt + 1 < tries:
+        if attempt + 1 < _REMOVE_TRIES:
             time.sleep(_REMOVE_BACKOFF_S * (attempt + 1))
     return why
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from components.core.storage import open_store
-from pipelines.run import RunError
+from pipelines.run import RunError, executor_folder
 from pipelines.workflow_lock import WorkflowBusy, workflow_lock
 from tests.pipelines.test_run import _config, _run
 
@@ -61,7 +61,7 @@ def test_run_experiment_refuses_to_start_beside_a_running_run_of_its_experiment(
     tmp_path: Path, tracking_uri: str, other_process_holds
 ) -> None:
     config = _config(tmp_path, {"uri": f"file://{tmp_path / 'store'}"}, tracking_uri, "busy")
-    other_process_holds(tmp_path / ".openforge" / "executor" / "busy", "run")
+    other_process_holds(executor_folder(tmp_path / ".openforge", config), "run")
     started = time.monotonic()
 
     with pytest.raises(RunError, match="already running") as refused:
