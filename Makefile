@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-free-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale gpu-smoke clean help
+.PHONY: install bytecode vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-free-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -38,10 +38,14 @@ help:
 	@echo "make bench-scale-plan  a 4,096-rollout iteration: manifest, fan-out and Argo node-status sizes, proxy sidecar start and memory (docs/scale.md)"
 	@echo "make gpu-smoke    on a 1-GPU machine: update loop, veRL step, vllm serve -> gpu_smoke.json"
 
+# --compile-bytecode: uv writes no .pyc unless asked (pip does), and where PYTHONDONTWRITEBYTECODE
+# is set (as on many machines and images) no import writes one either, so every process, each
+# step, rollout and engine, compiled transformers, MLflow, Ray and veRL from source again:
+# (docs/executor.md, "Bytecode").
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check "$(TORCH_SPEC)" uv==0.13.9
-	$(BIN)/python -m uv pip install --quiet --python $(BIN)/python -e ".[test]"
+	$(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[test]"
 	touch $@
 
 install: $(INSTALLED)
@@ -98,19 +102,23 @@ vllm-background:
 	( $(MAKE) --no-print-directory vllm >.openforge/vllm.log 2>&1; echo $$? >$(VLLM_STATUS) ) &
 
 # sandbox-packages first (seconds): it uses apt too, before the background installs hold its lock.
-test: sandbox-packages system-background vllm-background $(INSTALLED) harnesses
+# The project's own modules, compiled beside their sources (docs/executor.md, "Bytecode").
+bytecode: $(INSTALLED)
+	$(BIN)/python -m compileall -q -j 0 components pipelines
+
+test: sandbox-packages system-background vllm-background $(INSTALLED) harnesses bytecode
 	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) OPENFORGE_GUI_PACKAGES_STATUS=$(GUI_STATUS) \
 		OPENFORGE_VLLM_STATUS=$(VLLM_STATUS) OPENFORGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \
 		$(BIN)/python -m pytest --durations=15 -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
-run: sandbox-packages $(INSTALLED)
+run: sandbox-packages $(INSTALLED) bytecode
 	$(BIN)/openforge run examples/quickstart.yaml
 
 # LiteLLM (the comparison in bench-proxy) lives in its own venv so it cannot disturb ours.
 LITELLM_VENV ?= .venv-litellm
 $(LITELLM_VENV)/.installed: benchmarks/proxy/litellm-requirements.txt | $(INSTALLED)
 	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
-	$(BIN)/python -m uv pip install --quiet --python $(LITELLM_VENV)/bin/python -r $<
+	$(BIN)/python -m uv pip install --quiet --compile-bytecode --python $(LITELLM_VENV)/bin/python -r $<
 	touch $@
 
 bench-proxy: $(INSTALLED) $(LITELLM_VENV)/.installed

@@ -129,10 +129,13 @@ def pip_install(python: Path | str, args: list[str]) -> None:
     """``pip install ARGS`` into ``python``'s environment, through uv when it is installed.
 
     uv resolves and downloads in parallel: mini-swe-agent's venv took ~4 min with pip on a
-    fresh machine and seconds with uv; pip stays the fallback for installs without uv.
+    fresh machine and seconds with uv; pip stays the fallback for installs without uv. uv
+    compiles bytecode only when asked, as pip always does: without it, and with
+    PYTHONDONTWRITEBYTECODE set, every rollout compiled the harness's imports from source.
     """
     if importlib.util.find_spec("uv") is not None:
-        run_client([sys.executable, "-m", "uv", "pip", "install", "--quiet", "--python", str(python), *args])
+        uv = [sys.executable, "-m", "uv", "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python)]
+        run_client([*uv, *args])
     else:
         run_client([str(python), "-m", "pip", "install", *_QUIET_PIP, *args])
 
