@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
-# Two pytest workers, each taking whole files (module fixtures stay shared): the slow tests
-# are engines, harnesses and vLLM/veRL starts, so two of them overlap well even on 2 cores.
+# Two pytest workers, each taking whole files (module fixtures stay shared), the files that
+# share a costly session fixture together (tests/_scheduling.py's scheduler for loadfile):
+# the slow tests are engines, harnesses and vLLM/veRL starts, so two overlap well on 2 cores.
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
@@ -101,11 +102,11 @@ vllm-background:
 	mkdir -p .openforge && rm -f $(VLLM_STATUS)
 	( $(MAKE) --no-print-directory vllm >.openforge/vllm.log 2>&1; echo $$? >$(VLLM_STATUS) ) &
 
-# sandbox-packages first (seconds): it uses apt too, before the background installs hold its lock.
 # The project's own modules, compiled beside their sources (docs/executor.md, "Bytecode").
 bytecode: $(INSTALLED)
 	$(BIN)/python -m compileall -q -j 0 components pipelines
 
+# sandbox-packages first (seconds): it uses apt too, before the background installs hold its lock.
 test: sandbox-packages system-background vllm-background $(INSTALLED) harnesses bytecode
 	OPENFORGE_PODMAN_BASE_STATUS=$(PODMAN_STATUS) OPENFORGE_GUI_PACKAGES_STATUS=$(GUI_STATUS) \
 		OPENFORGE_VLLM_STATUS=$(VLLM_STATUS) OPENFORGE_VLLM_PYTHON=$(VLLM_VENV)/bin/python \

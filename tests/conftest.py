@@ -18,6 +18,7 @@ from components.core.services import free_port
 from components.core.storage import ArtifactStore, open_store
 from components.engine import init_tiny_model
 from tests._runtime import PIPELINE_RUNTIME
+from tests._scheduling import files_and_groups_scheduler, slow_files_first
 
 if TYPE_CHECKING:
     from tests._vllm import VllmServer
@@ -26,36 +27,15 @@ BUCKET = "openforge-test"
 VLLM_POLICY_VERSION = "1"  # the version the session's vLLM serves (root of /v1/models)
 
 
-def _slow_files_first(items: list[pytest.Item]) -> None:
-    """Files holding a ``slow`` test first, longest first, so xdist's loadfile starts them while
-    the many quick files still wait to fill the gaps (in collection order, a 30-minute file
-    that came late ran alone at the end). A file's length is guessed from its tests' own
-    ``timeout`` marks, summed. Files that need vLLM or podman, which `make test` installs in
-    the background (Makefile: vllm-background, system-background), come after the other slow
-    ones, so no worker starts the session waiting for an install. Files stay whole: the key
-    is the file's and the sort is stable."""
-    budget: dict[Path, float] = {}
-    for item in items:
-        if item.get_closest_marker("slow"):
-            budget.setdefault(item.path, 0.0)
-    for item in items:
-        if item.path in budget:
-            mark = item.get_closest_marker("timeout")
-            budget[item.path] += float(mark.args[0]) if mark and mark.args else 300.0
-
-    def rank(item: pytest.Item) -> tuple[int, float]:
-        if item.path not in budget:
-            return 2, 0.0
-        waits = any(word in item.path.name for word in ("vllm", "podman"))
-        return int(waits), -budget[item.path]
-
-    items.sort(key=rank)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Whole files to a worker, with the users of a costly session fixture together (tests/_scheduling.py)."""
+    return files_and_groups_scheduler(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Slow files first (``_slow_files_first``); ``@pytest.mark.gpu`` tests skip, with the
+    """Slow files first (tests/_scheduling.py); ``@pytest.mark.gpu`` tests skip, with the
     reason, where torch sees no CUDA device."""
-    _slow_files_first(items)
+    slow_files_first(items)
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return
