@@ -1,6 +1,7 @@
-"""Branches in real harness sessions: a Claude Code subagent and OpenClaw's rewritten
-history, recorded through the real proxy and the scripted dev engine, become rows of
-their own (branches) rather than breaks, with every sampled token trained exactly once.
+"""Branches in real harness sessions: a Claude Code subagent, recorded through the real proxy
+and the scripted dev engine, becomes a row of its own (a branch) rather than a break, with
+every sampled token trained exactly once. OpenClaw's rewritten history is checked on the
+rollout tests/e2e/test_harnesses.py runs in it (the same two scripted turns).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from components.core.outcome import RewardRecord, RolloutStatus
 from components.core.trajectory import RecordedCall
 from components.trainer.batch import build_batch
 from components.trainer.rows import merge_calls
+from tests.e2e._branches import as_sampled, sampled_tokens
 from tests.e2e._proxied_rollout import run_proxied_rollout
-from tests.e2e.test_harnesses import ANSWER, SHELL_WRITE, WRITE_FILE
+from tests.e2e.test_harnesses import ANSWER, SHELL_WRITE
 
 SUBAGENT_PROMPT = "Report whether greeting.txt exists in the current directory."
 # Claude Code's Agent tool (its Task tool before 2.1), run in the foreground so the parent
@@ -32,32 +34,20 @@ AGENT_CALL = {
         "run_in_background": False,
     },
 }
-SCRIPTS = {
-    "claude-code": {"turns": [{"tool_calls": [AGENT_CALL]}, {"tool_calls": [SHELL_WRITE]}, {"content": ANSWER}]},
-    "openclaw": {"turns": [{"tool_calls": [WRITE_FILE]}, {"content": ANSWER}]},
-}
+SCRIPT = {"turns": [{"tool_calls": [AGENT_CALL]}, {"tool_calls": [SHELL_WRITE]}, {"content": ANSWER}]}
 
 
-def _run(harness: str, make_dev_engine: Any, tmp_path: Path) -> list[RecordedCall]:
+def _run(make_dev_engine: Any, tmp_path: Path) -> list[RecordedCall]:
     settings = {"harness": {"max_turns": 8, "max_tokens": 256}, "rollout": {"time_limit_s": 300}}
-    ran = run_proxied_rollout(harness, make_dev_engine(SCRIPTS[harness]).url, tmp_path, "branches-e2e", settings)
+    ran = run_proxied_rollout("claude-code", make_dev_engine(SCRIPT).url, tmp_path, "branches-e2e", settings)
     assert ran.outcome.status is RolloutStatus.OK, f"{ran.outcome.details}\n--- proxy ---\n{ran.proxy_log}"
-    # The scripted engine forced its turns, and the records say so; training would mask them
-    # (tests/components/trainer/test_rows.py). Where the rows go does not depend on that, so
-    # the turns are read here as if the policy had sampled them.
-    assert any(c.forced_from == 0 for c in ran.calls), "the engine's forced mark reached the records"
-    return [c.model_copy(update={"forced_from": None}) for c in ran.calls]
-
-
-def _sampled(calls: list[RecordedCall]) -> int:
-    """Sampled tokens the records hold for training: the completions of the agent's answered calls."""
-    return sum(len(c.completion_token_ids) for c in calls if c.ok and not c.tags.get("side_call"))
+    return as_sampled(ran.calls)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_claude_code_subagent_is_a_branch_trained_with_the_parents_advantage(make_dev_engine: Any, tmp_path: Path) -> None:
-    calls = _run("claude-code", make_dev_engine, tmp_path)
+    calls = _run(make_dev_engine, tmp_path)
     launcher = next(c for c in calls if any(b.get("name") == "Agent" for b in c.response["content"]))
 
     rows, counts = merge_calls("write-greeting-s0", calls, temperature=1.0)
@@ -65,7 +55,7 @@ def test_claude_code_subagent_is_a_branch_trained_with_the_parents_advantage(mak
     assert (counts.branches["subagent"], counts.breaks) == (1, 0), counts
     assert [(r.branch_kind, r.parent_call) for r in rows] == [(None, None), ("subagent", launcher.call_index)]
     assert counts.continuations == len([c for c in calls if c.ok and not c.tags.get("side_call")]) - 2
-    assert sum(r.sampled_tokens() for r in rows) == _sampled(calls)
+    assert sum(r.sampled_tokens() for r in rows) == sampled_tokens(calls)
     # The same calls as a second rollout of the group, failed: the first's rows, branch
     # included, all carry its advantage, the second's the opposite one.
     records = [
@@ -79,21 +69,5 @@ def test_claude_code_subagent_is_a_branch_trained_with_the_parents_advantage(mak
     assert len(advantage["passed"]) == 2 and all(a == advantage["passed"][0] for a in advantage["passed"])
     [value] = advantage["passed"][0]
     assert value > 0 and advantage["failed"] == [{-value}, {-value}]
-    assert stats.metrics()["batch/merge_branches/subagent"] == 2.0 and stats.trained_tokens == 2 * _sampled(calls)
+    assert stats.metrics()["batch/merge_branches/subagent"] == 2.0 and stats.trained_tokens == 2 * sampled_tokens(calls)
 
-
-@pytest.mark.slow
-@pytest.mark.timeout(900)  # OpenClaw's start-up alone takes most of a minute on busy cores
-def test_openclaw_rewritten_history_becomes_rewrite_branches_not_breaks(make_dev_engine: Any, tmp_path: Path) -> None:
-    calls = _run("openclaw", make_dev_engine, tmp_path)
-    agent_calls = [c for c in calls if c.ok and not c.tags.get("side_call")]
-    assert len(agent_calls) >= 2, [c.response for c in calls]
-
-    rows, counts = merge_calls("write-greeting-s0", calls, temperature=1.0)
-
-    # OpenClaw moves its internal-context message to the end of every request: no call
-    # extends the row before it, each is a rewrite of the call before.
-    assert (counts.continuations, counts.breaks, counts.branches["rewrite"]) == (0, 0, len(agent_calls) - 1), counts
-    assert [r.parent_call for r in rows[1:]] == [c.call_index for c in agent_calls[:-1]]
-    assert sum(r.sampled_tokens() for r in rows) == _sampled(calls)
-    assert [r.prompt for r in rows] == [c.prompt_token_ids for c in agent_calls]  # no token trained twice

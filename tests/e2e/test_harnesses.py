@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.e2e._branches import assert_rewrites_become_branches
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
 
 from components.core.config import ExperimentConfig
@@ -122,6 +123,8 @@ def test_harness_rollout_writes_the_file_through_proxy_and_scripted_engine(
     assert outcome.final_answer is not None and ANSWER in outcome.final_answer
     calls = read_session(tmp_path / "sessions" / f"{ROLLOUT_ID}.jsonl")  # checks call_index order
     _assert_every_call_recorded_with_tokens(calls)
+    if name == "openclaw":  # its rewritten history (tests/e2e/test_harness_branches.py's subject)
+        assert_rewrites_become_branches(ROLLOUT_ID, calls)
     assert outcome.num_calls == len(calls)
     assert outcome.extra["egress_refused"] == case.egress, outcome.extra["egress_refused"]
     connections = traced_connections(trace)
