@@ -58,6 +58,12 @@ fcntl.ioctl(s, 0x8914, struct.pack('16sH', b'lo', flags | 1))
 print({_NET_UP!r}, flush=True)
 signal.pause()
 """
+# Each helper of a sandboxed pod, and each container's outermost process (nsenter, then
+# unshare, whose --kill-child and bwrap's --die-with-parent take the rest down), dies with the
+# executor: without it a SIGKILLed run left every pod running, model-written commands
+# included. The kernel sends it when the thread that started the process ends, and that
+# thread waits for the pod and stops it (_pod_node._attempt), so it outlives the pod.
+_DIE_WITH_EXECUTOR = ["setpriv", "--pdeathsig", "KILL", "--"]
 _SHARED_TMP = ("/tmp", "/var/tmp")
 _DEFAULT_HIDDEN = ("/root", "/home", "/run", "/mnt", "/media", "/srv", *_SHARED_TMP)
 
@@ -131,6 +137,8 @@ def sandbox_problem() -> str | None:
     missing = [tool for tool in ("bwrap", "unshare", "nsenter", "setpriv") if shutil.which(tool) is None]
     if missing:
         return f"{', '.join(missing)} not found: install bubblewrap and util-linux (make sandbox-packages)"
+    if subprocess.run([*_DIE_WITH_EXECUTOR, "true"], capture_output=True, check=False).returncode != 0:
+        return "setpriv has no --pdeathsig here: install util-linux 2.33 or newer (make sandbox-packages)"
     probe = ["unshare", "--net", "--", "bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--dev", "/dev", "--", "true"]
     if os.geteuid() != 0:
         probe = ["unshare", "--user", "--map-root-user", "--net", "--", *probe[3:6], "--unshare-user", *probe[6:]]
@@ -207,7 +215,7 @@ class _Wrapper:
         else:
             env.pop(UPSTREAM_SOCKET_ENV, None)
         argv = [
-            *_enter(self.holder_pid),
+            *_DIE_WITH_EXECUTOR, *_enter(self.holder_pid),
             "bwrap", *mounts, "--bind", "/proc", "/proc", "--dev", "/dev", "--unshare-ipc", "--unshare-uts", "--die-with-parent",
             "--chdir", str(self.options.start_dir(run.cwd, self.pod_dir)), "--clearenv",
             *(arg for name, value in env.items() for arg in ("--setenv", name, value)),
@@ -244,12 +252,13 @@ def _drop_privileges() -> list[str]:
 
 def _holder_run(plan: PodPlan) -> ContainerRun:
     unshare = ["unshare", "--net"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--net"]
-    return ContainerRun(name="netns", argv=[*unshare, "--", sys.executable, "-c", _HOLDER], env={}, cwd=Path("/"))
+    argv = [*_DIE_WITH_EXECUTOR, *unshare, "--", sys.executable, "-c", _HOLDER]
+    return ContainerRun(name="netns", argv=argv, env={}, cwd=Path("/"))
 
 
 def _channel_run(pairs: list[tuple[Path, str]]) -> ContainerRun:
     """The forwarder from each socket to its engine replica (the channel container's ``--upstream``)."""
-    argv = forwarder_argv(pairs)
+    argv = [*_DIE_WITH_EXECUTOR, *forwarder_argv(pairs)]
     return ContainerRun(name="channel", argv=argv, env={"PYTHONPATH": str(_PROJECT_ROOT)}, cwd=Path("/"))
 
 

@@ -5,7 +5,7 @@ and trained checkpoint 1 on it, its ratio taken against the recorded behaviour l
 The real quickstart with ``algorithm.max_staleness: 1`` as ``openforge run`` in its own
 process group, killed once iteration 1's rollouts (sampled beside iteration 0's score and
 train) have begun to land in the store; then the same command again. The sandboxed pods
-die with the killed executor (bwrap's --die-with-parent), so no orphan writes behind the
+die with the killed executor (pipelines/executor/_isolation.py, _DIE_WITH_EXECUTOR), so no orphan writes behind the
 rerun's back. (Stand-in steps failing mid-overlap: tests/pipelines/test_run_overlap.py.)
 """
 

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,76 @@ def test_the_quickstart_layout_keeps_the_checkout_readable_and_its_run_folders_h
     seen, has_code = result.stdout.split("] ")
     assert has_code.strip() == "True"
     assert "runs" not in seen and "executor" not in seen and "mlflow.db" not in seen
+
+
+# `openforge run` killed with SIGKILL: the executor runs this, a sandboxed pod holding its
+# network namespace and its proxy's channel, and dies without a word.
+_KILLED_RUN = r"""
+import json, sys
+from pathlib import Path
+from components.core.storage import open_store
+from pipelines.executor import ExecutorOptions, SandboxOptions, execute_workflow
+manifests, work = json.loads(Path(sys.argv[1]).read_text()), Path(sys.argv[2])
+execute_workflow(manifests, parameters={}, store=open_store(f"file://{work / 'store'}"), workdir=work / "exec",
+                 options=ExecutorOptions(stop_timeout_s=5, sandbox=SandboxOptions()), observer=lambda event: None)
+"""
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Every living process under ``pid``, with its command line."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found, todo = {}, [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            try:
+                found[child] = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_a_killed_executor_leaves_no_process_of_its_sandboxed_pods(tmp_path: Path) -> None:
+    rollout = pod(
+        "rollout", "import time; time.sleep(300)",
+        sidecars=[{"name": "proxy", "image": "python:3.12", "command": [sys.executable, "-c", PROXY],
+                   "args": ["--upstream", "http://127.0.0.1:9", "--port", "8100"]}],
+    )  # fmt: skip
+    manifests = tmp_path / "manifests.json"
+    manifests.write_text(json.dumps(workflow(dag("main", task("rollout", "rollout")), rollout)))
+    root = Path(__file__).resolve().parents[3]
+    run = subprocess.Popen([sys.executable, "-c", _KILLED_RUN, str(manifests), str(tmp_path)], env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and run.poll() is None:
+            pods = _descendants(run.pid)
+            if any("pipelines.executor._channel" in c for c in pods.values()) and any("time.sleep(300)" in c for c in pods.values()):
+                break
+            time.sleep(0.2)
+        assert run.poll() is None, f"the run ended before its pod started (exit {run.returncode})"
+        pods = _descendants(run.pid)
+        assert any("signal.pause()" in c for c in pods.values()), pods  # the network namespace's holder
+    finally:
+        run.kill()
+        run.wait()
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(p) for p in pods):
+        time.sleep(0.1)
+    left = {p: c for p, c in pods.items() if _alive(p)}
+    for p in left:
+        os.kill(p, 9)
+    assert left == {}, "left running after the executor was killed:\n" + "\n".join(c[:100].replace("\n", " ") for c in left.values())
