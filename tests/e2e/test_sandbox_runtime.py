@@ -39,7 +39,9 @@ def test_sandbox_runtime_records_the_process_runtimes_trajectories(tmp_path: Pat
     assert len(pods) == 4
     for pod in pods:
         assert [s.name for s in pod.helpers] == ["netns", "channel"]
-        assert pod.main.process.args[:2] == ["nsenter", f"--net=/proc/{pod.helpers[0].process.pid}/ns/net"]
+        # Dies with the executor (setpriv), then enters the pod's network namespace.
+        net = f"--net=/proc/{pod.helpers[0].process.pid}/ns/net"
+        assert pod.main.process.args[:6] == ["setpriv", "--pdeathsig", "KILL", "--", "nsenter", net]
     sandbox_shape = _shape(by_sandbox)
     assert len(sandbox_shape) == 4
     assert all(r["status"] == "ok" and r["calls"] > 0 and r["logprobs_match_tokens"] for r in sandbox_shape.values())
