@@ -135,15 +135,16 @@ def _rl(config: ExperimentConfig, root: Path, console: Console) -> RunCurve:
     from pipelines.run import run_experiment
 
     started = time.monotonic()
-    logged = run_experiment(config, console=console, workdir=root)  # only the iterations this call ran
+    logged = run_experiment(config, console=console, workdir=root)  # MLflow's, earlier calls' iterations too
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
     metrics = [read_metrics(store, layout.metrics(i)) for i in range(config.iterations)]
+    walls = [logged.get(i, {}).get("time/iteration_s") for i in range(config.iterations)]
     return RunCurve(
-        iterations=[PassRates(passed=verdicts(store, layout, i), wall_s=logged.get(i, {}).get("time/iteration_s"))
-                    for i in range(config.iterations)],  # fmt: skip
+        iterations=[PassRates(passed=verdicts(store, layout, i), wall_s=wall) for i, wall in enumerate(walls)],
         trained_tokens=[m.get("batch/trained_tokens") for m in metrics],
         forced_tokens=[m.get("batch/forced_tokens") for m in metrics],
-        wall_s=time.monotonic() - started,
+        # A run resumed after a cut (or finished before) spent its iterations' time in earlier calls.
+        wall_s=max(time.monotonic() - started, sum(w for w in walls if w is not None)),
     )
 
 
