@@ -140,3 +140,31 @@ def test_install_all_runs_installs_at_once_and_reports_every_failure(monkeypatch
     assert result.exit_code == 1
     assert "error: installing codex 1.0 failed: the registry said no" in result.output
     assert result.output.count("built in, nothing to install") == len(HARNESSES) - 1
+
+
+def test_a_pip_venv_installed_without_bytecode_is_compiled_once_in_place(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from components.rollout.harnesses._install import PipVenvInstaller
+
+    folder = tmp_path / "fake"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
+    python = folder / "venv" / "bin" / "python"
+    site = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                               check=True, capture_output=True, text=True).stdout.strip())  # fmt: skip
+    (site / "fake_harness.py").write_text("VALUE = 1\n")
+    (site / "py2_fixture.py").write_text("print 'a file a package ships that never compiles'\n")
+    # What an install before pip_install compiled bytecode left: the right pins, no bytecode.
+    (folder / "installed.json").write_text(json.dumps({"pins": [PIN.spec]}))
+
+    result = PipVenvInstaller((PIN,)).ensure("fake", tmp_path)
+
+    assert result.already_installed
+    assert list((site / "__pycache__").glob("fake_harness.*.pyc"))
+    assert json.loads((folder / "installed.json").read_text()) == {"pins": [PIN.spec], "bytecode": True}
+    for compiled in (site / "__pycache__").iterdir():
+        compiled.unlink()
+    PipVenvInstaller((PIN,)).ensure("fake", tmp_path)  # marked: not compiled again
+    assert not list((site / "__pycache__").iterdir())
