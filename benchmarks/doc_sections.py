@@ -50,7 +50,9 @@ def commit_text() -> str:
     it runs (examples/), differ from it."""
     git = {"cwd": REPO, "capture_output": True, "text": True}
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], **git).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "components", "pipelines", "benchmarks", "examples"], **git)
+    # Not benchmarks/results: a resumable benchmark's own stored results are not what it runs.
+    paths = ["components", "pipelines", "benchmarks", "examples", ":(exclude)benchmarks/results"]
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", *paths], **git)
     return head + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 

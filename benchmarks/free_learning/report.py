@@ -180,8 +180,15 @@ def _sft_cell(result: SeedResult) -> str:
     return f"{sft['sessions']}, {sft['chosen_epoch']} of {sft['epochs']}"
 
 
+def _resumed(result: SeedResult) -> str:
+    if not result.stage_commits:
+        return ""
+    return " (" + ", ".join(f"{stage} at {commit}" for stage, commit in result.stage_commits.items()) + ")"
+
+
 def section_markdown(results: Sequence[SeedResult], harness: str = BARRED_HARNESS) -> str:
-    stamps = "; ".join(f"seed {r.seed}: commit {r.commit}, {r.date}, {r.machine or 'machine not recorded'}" for r in results)
+    stamps = "; ".join(f"seed {r.seed}: commit {r.commit}{_resumed(r)}, {r.date}, {r.machine or 'machine not recorded'}"
+                       for r in results)  # fmt: skip
     command = f"`{COMMAND}` (`make bench-free-learning`)" if harness == BARRED_HARNESS else f"`{COMMAND} --harness {harness}`"
     lines = [
         f"## {title(harness)}",

@@ -54,6 +54,8 @@ class SeedResult(BaseModel):
     commit: str
     date: str
     machine: str | None = None  # doc_sections.machine_summary() where the seed started
+    # A seed resumed at another commit: each stage that ran at one other than ``commit``, and that one.
+    stage_commits: dict[str, str] = Field(default_factory=dict)
     stages: dict[str, dict] = Field(default_factory=dict)  # stage name -> its JSON, as it finished
 
     def has(self, stage: str) -> bool:

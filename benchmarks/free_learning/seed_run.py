@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from rich.console import Console
 
+from benchmarks.doc_sections import commit_text
 from benchmarks.free_learning.results import BARRED_HARNESS, PassRates, RunCurve, SeedResult, results_folder, save_stage
 from benchmarks.harness_learning.curve import verdicts
 from benchmarks.pipeline_runs import bench_config
@@ -93,7 +94,11 @@ def run_seed(
         if result.has(stage):
             continue
         log(f"{harness} seed {result.seed}: {stage}")
-        save_stage(result, stage, stages[stage](), results_folder(harness))
+        commit = commit_text()
+        value = stages[stage]()
+        if commit != result.commit:
+            result.stage_commits[stage] = commit
+        save_stage(result, stage, value, results_folder(harness))
         log(f"{harness} seed {result.seed}: {stage} stored ({_brief(result, stage)})")
     return result
 

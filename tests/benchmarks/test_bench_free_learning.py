@@ -109,3 +109,25 @@ def test_claude_code_runs_the_same_config_as_shipped_and_its_section_reports_the
     assert section.startswith("## Learning by free sampling: claude-code")
     assert "--harness claude-code" in section and "free-learning/claude-code/seed-*.json" in section
     assert "here they are reported, not required" in section and "instance_template" not in section
+
+
+def test_a_seed_resumed_at_another_commit_names_the_stages_run_there(tmp_path: Path, monkeypatch) -> None:
+    from rich.console import Console
+
+    from benchmarks.free_learning import seed_run
+
+    _store_seed(tmp_path, 0, (3, 6, 9), (3, 3, 4), stop_after="sft")
+    commits = iter(["abc1234", *["def5678"] * 8])  # sft_held_out at the seed's first commit, the rest later
+    monkeypatch.setattr(seed_run, "commit_text", lambda: next(commits))
+    monkeypatch.setattr(seed_run, "results_folder", lambda harness: tmp_path)
+    monkeypatch.setattr(seed_run, "_evaluate", lambda *args, **kwargs: _rates(4))
+    monkeypatch.setattr(seed_run, "_rl", lambda *args: _curve(3, 6))
+    monkeypatch.setattr(seed_run, "_teacher", lambda *args: {"teacher_model": "grpo-last", "verifier_reward": False})
+
+    result = seed_run.run_seed(load_seed(0, "unused", "later", "elsewhere", tmp_path), tmp_path / "store", lambda _: None, Console())
+
+    assert result.stage_commits == {s: "def5678" for s in ("grpo", "grpo_held_out", "control", "distill")}
+    assert load_seed(0, "x", "y", "z", tmp_path).stage_commits == result.stage_commits
+    assert "commit abc1234 (grpo at def5678, grpo_held_out at def5678, control at def5678, distill at def5678)" in (
+        report.section_markdown([result])
+    )
