@@ -35,7 +35,8 @@ CHANGED_SETTINGS = (
     "GRPO from an SFT checkpoint of the short template (not stored), one optimizer step an iteration, went from "
     "0.225 to 0.225 in its second iteration at temperature 1 and from 0.275 to 0.325 at 0.5.",
     "`algorithm.learning_rate` 3e-4 (was 1e-3), `algorithm.loss_agg_mode` seq-mean-token-mean (was token-mean), all "
-    "20 tasks every iteration (was `tasks.per_iteration` 10) and 2 iterations (was 3), before the stored seeds: seed "
+    "20 tasks every iteration (was `tasks.per_iteration` 10) and 2 iterations (was 3), before the stored seeds' RL "
+    "stages (seed 0's recording, untrained evaluations and SFT ran before it; none of these settings touch them): seed "
     "0 at commit 735b1ff (discarded) went 0.300 → 0.075 → 0.225, below its control's 0.300 → 0.350 → 0.250. Replaying"
     " a GRPO batch of the SFT checkpoint offline (`python -m benchmarks.free_learning.replay` on the new seed 0's "
     "store) scored the old update at an expected pass rate of 0.000 from 0.327 (16 tasks down, the other 4 at zero "
