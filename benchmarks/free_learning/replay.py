@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from components.core.config import AlgorithmConfig
 from components.core.rollout_identity import parse_rollout_id
 from components.core.trajectory import RecordedCall
@@ -81,7 +83,10 @@ def parse_variant(text: str, base: AlgorithmConfig) -> dict[str, Any]:
         name, _, value = item.partition("=")
         if name not in AlgorithmConfig.model_fields or not value:
             raise SystemExit(f"--set {text!r}: {item!r} is not NAME=VALUE of an `algorithm:` setting")
-        out[name] = getattr(AlgorithmConfig.model_validate(base.model_dump() | {name: value}), name)
+        try:
+            out[name] = getattr(AlgorithmConfig.model_validate(base.model_dump() | {name: value}), name)
+        except ValidationError as exc:
+            raise SystemExit(f"--set {text!r}: {exc.errors()[0]['msg']} ({name}={value})") from None
     return out
 
 

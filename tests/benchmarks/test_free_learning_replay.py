@@ -93,5 +93,5 @@ def test_a_variant_is_typed_by_the_config_and_a_wrong_name_is_refused() -> None:
     }  # fmt: skip
     with pytest.raises(SystemExit, match="lr=3e-4"):
         parse_variant("lr=3e-4", base)
-    with pytest.raises(ValueError, match="epochs"):
+    with pytest.raises(SystemExit, match=r"greater than or equal to 1 \(epochs=0\)"):
         parse_variant("epochs=0", base)
