@@ -1,4 +1,4 @@
-"""Replay a stored GRPO batch offline under other `algorithm:` settings, to choose them in seconds.
+"""Replay a stored GRPO batch offline under other `algorithm:` settings, to choose them without a run.
 
 A by-hand GRPO run from the SFT checkpoint costs a bench iteration (80 rollouts, ~13 min on
 2 cores); replaying one iteration's stored batch (``<run>/iterations/<k>/batch.pt``) on the
@@ -108,12 +108,13 @@ def _table(before: dict[str, float], results: list[tuple[dict, dict, dict]]) -> 
 def main() -> None:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-    from verl import DataProto
 
     from benchmarks.bench_free_learning import WORKDIR
     from benchmarks.free_learning.results import BARRED_HARNESS
     from benchmarks.free_learning.seed_run import seed_config
-    from components.core.storage import LocalStore, RunLayout, open_store
+    from components.core.checkpoints import fetch_committed
+    from components.core.storage import RunLayout, open_store
+    from components.trainer.batch import read_stored_batch
     from components.trainer.sft_step import recorded_sessions
     from components.trainer.text_calls import with_student_tokens
 
@@ -127,26 +128,26 @@ def main() -> None:
 
     config = seed_config(args.seed, (args.workdir / f"seed-{args.seed}").resolve())
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
-    if not isinstance(store, LocalStore) or not store.exists(layout.batch(args.iteration)):
+    if not store.exists(layout.batch(args.iteration)):
         raise SystemExit(f"no batch of iteration {args.iteration} under {store.root}/{layout.batch(args.iteration)}: "
                          "run the seed's grpo stage (make bench-free-learning) first")  # fmt: skip
-    checkpoint = store.root_path / layout.checkpoint(args.iteration)  # the policy that sampled the batch
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = Path(tmp) / "policy"  # the one that sampled the batch
+        fetch_committed(store, layout, args.iteration, checkpoint)
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        pad = AutoConfig.from_pretrained(checkpoint).pad_token_id
+        model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
+        data = read_stored_batch(store, layout, args.iteration, Path(tmp))
     sessions, _ = recorded_sessions(config, store)
     sessions = {key: [with_student_tokens(c, tokenizer) for c in calls] for key, calls in sessions.items()}
-    pad = AutoConfig.from_pretrained(checkpoint).pad_token_id
     limits, temperature = config.algorithm.row_limits(config.engine.max_model_len), config.algorithm.temperature
 
     def score(model: Any) -> dict[str, float]:
         return session_probabilities(model, sessions, pad, temperature, limits)
 
-    model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32)
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "batch.pt").write_bytes(store.get_bytes(layout.batch(args.iteration)))
-        data = DataProto.load_from_disk(str(Path(tmp) / "batch.pt"))
     variants = [parse_variant(text, config.algorithm) for text in args.set] or [{}]
     results = replay(model, data, config.algorithm, variants, score, config.seed)
-    print(f"{config.name} iteration {args.iteration}'s batch on {checkpoint}, {len(sessions)} teacher sessions:")
+    print(f"{config.name} iteration {args.iteration}'s batch on its checkpoint, {len(sessions)} teacher sessions:")
     print(_table(score(model), results))
 
 

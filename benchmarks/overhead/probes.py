@@ -174,9 +174,9 @@ def update_seconds(store: ArtifactStore, config: ExperimentConfig, iteration: in
     import verl.trainer.ppo.core_algos  # noqa: F401 - imported here so the clock sees none of it
     import verl.workers.config  # noqa: F401
     from transformers import AutoModelForCausalLM
-    from verl import DataProto
 
     from components.core.checkpoints import fetch_committed
+    from components.trainer.batch import read_stored_batch
     from components.trainer.cpu_update import cpu_update
 
     layout = RunLayout(config.name)
@@ -184,8 +184,7 @@ def update_seconds(store: ArtifactStore, config: ExperimentConfig, iteration: in
         work = Path(tmp)
         if fetch_committed(store, layout, iteration, work / "base") is None:
             raise FileNotFoundError(f"no committed checkpoint <= {iteration} in {store.root}")
-        (work / "batch.pt").write_bytes(store.get_bytes(layout.batch(iteration)))
-        data = DataProto.load_from_disk(work / "batch.pt")
+        data = read_stored_batch(store, layout, iteration, work)
         if len(data) == 0:
             return 0.0
         model = AutoModelForCausalLM.from_pretrained(work / "base", dtype=torch.float32)

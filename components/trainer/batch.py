@@ -11,12 +11,14 @@ split into several rows still counts once in its group's mean and std.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
 from pydantic import BaseModel
 
 from components.core.config import AlgorithmConfig, EngineConfig
 from components.core.outcome import RewardRecord
+from components.core.storage import ArtifactStore, RunLayout
 from components.core.trajectory import RecordedCall
 from components.trainer.branches import BRANCH_KINDS
 from components.trainer.capture_check import MISMATCH, Decode, flag_mismatches
@@ -301,3 +303,13 @@ def build_batch(
         rows, {r.rollout_id: r for r in trained}, advantages, algorithm.temperature, pad_token_id, stats, with_images
     )
     return data, stats
+
+
+def read_stored_batch(store: ArtifactStore, layout: RunLayout, iteration: int, scratch: Path) -> Any:
+    """The DataProto the train step stored for ``iteration`` (``layout.batch``), through a file in
+    ``scratch``: DataProto reads only from disk."""
+    from verl import DataProto
+
+    path = scratch / "batch.pt"
+    path.write_bytes(store.get_bytes(layout.batch(iteration)))
+    return DataProto.load_from_disk(path)

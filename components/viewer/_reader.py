@@ -147,10 +147,10 @@ def load_batch(store: ArtifactStore, layout: RunLayout, iteration: int, scratch:
     """``batch.pt`` of the iteration, decoded with checkpoint ``iteration``'s tokenizer (the one it served)."""
     if not store.exists(layout.batch(iteration)):
         return IterationBatch(None, None)
-    from verl import DataProto
+    from components.trainer.batch import read_stored_batch
 
-    (scratch / "batch.pt").write_bytes(store.get_bytes(layout.batch(iteration)))
-    return IterationBatch(DataProto.load_from_disk(scratch / "batch.pt"), _token_text(store, layout, iteration, scratch / "tokenizer"))
+    batch = read_stored_batch(store, layout, iteration, scratch)
+    return IterationBatch(batch, _token_text(store, layout, iteration, scratch / "tokenizer"))
 
 
 def training_view(loaded: IterationBatch, rollout_id: str) -> TrainingView:
