@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 from components.core.config import AlgorithmConfig
+from components.core.rollout_identity import parse_rollout_id
 from components.core.trajectory import RecordedCall
 from components.trainer.batch import row_tensors
 from components.trainer.cpu_update import actor_config, build_optimizer, micro_batches, response_logits
@@ -66,15 +68,34 @@ class SftReport(BaseModel):
 
 def split_sessions(session_ids: Sequence[str], held_out: float, seed: int) -> tuple[list[str], list[str]]:
     """(training, held-out) sessions: a share of whole sessions chosen by a seeded hash, so a
-    session's rows never sit on both sides and the same sessions always split the same way."""
+    session's rows never sit on both sides and the same sessions always split the same way.
+
+    A task's last session stays in training: held out, its commands (its file names) would be
+    ones the student never saw, and RL would find the task dead. A hash alone holds out a
+    task's one passed recording a share of the time. Sessions whose key names no task
+    (``<iteration>/<rollout id>``) count as a task each."""
     ranked = sorted(session_ids, key=lambda sid: hashlib.sha256(f"{seed}/{sid}".encode()).hexdigest())
     count = round(len(ranked) * held_out)
     if held_out > 0 and len(ranked) > 1:
         count = min(max(count, 1), len(ranked) - 1)  # something on each side
     else:
         count = 0
-    held = sorted(ranked[:count])
-    return sorted(set(ranked) - set(held)), held
+    left = Counter(_task_of(sid) for sid in ranked)
+    held: list[str] = []
+    for sid in ranked:
+        if len(held) < count and left[_task_of(sid)] > 1:
+            held.append(sid)
+            left[_task_of(sid)] -= 1
+    if count and not held:  # one session a task: something on each side still
+        held = ranked[:1]
+    return sorted(set(ranked) - set(held)), sorted(held)
+
+
+def _task_of(session_id: str) -> str:
+    try:
+        return parse_rollout_id(session_id.rsplit("/", 1)[-1])[0]
+    except ValueError:
+        return session_id
 
 
 def sft_rows(calls_by_session: Mapping[str, Sequence[RecordedCall]], limits: tuple[int, int]) -> list[Row]:

@@ -44,6 +44,10 @@ def _session(name: str, prompt: list[int], completion: list[int]) -> RecordedCal
     )  # fmt: skip
 
 
+def _key(i: int) -> str:
+    return f"0/task-{i // 2}-s{i % 2}"
+
+
 def _log_p(model, prompt: list[int], completion: list[int]) -> float:
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([prompt + completion])).logits[0]
@@ -56,7 +60,8 @@ def test_sft_raises_the_students_log_probability_of_the_teachers_command(student
 
     tokenizer = AutoTokenizer.from_pretrained(student)
     model = AutoModelForCausalLM.from_pretrained(student, dtype=torch.float32)
-    turns = {f"s-{i}": _teacher_turn(tokenizer, name) for i, name in enumerate(FILES)}
+    # Keyed as recorded sessions are (<iteration>/<rollout id>): three tasks, two sessions each.
+    turns = {_key(i): _teacher_turn(tokenizer, name) for i, name in enumerate(FILES)}
     sessions = {sid: [_session(sid, *turn)] for sid, turn in turns.items()}
     before = {sid: _log_p(model, *turn) for sid, turn in turns.items()}
 
@@ -88,7 +93,7 @@ def test_the_kept_epoch_is_the_one_with_the_lowest_validation_loss(student: Path
 
     tokenizer = AutoTokenizer.from_pretrained(student)
     model = AutoModelForCausalLM.from_pretrained(student, dtype=torch.float32)
-    sessions = {f"s-{i}": [_session(f"s-{i}", *_teacher_turn(tokenizer, n))] for i, n in enumerate(FILES)}
+    sessions = {_key(i): [_session(_key(i), *_teacher_turn(tokenizer, n))] for i, n in enumerate(FILES)}
     report = sft_update(
         model, sessions, AlgorithmConfig(learning_rate=3e-2, micro_batch_size=4), max_epochs=5, held_out=0.34,
         seed=1, pad_token_id=tokenizer.pad_token_id, max_model_len=4096,
@@ -100,13 +105,23 @@ def test_the_kept_epoch_is_the_one_with_the_lowest_validation_loss(student: Path
 
 
 def test_sessions_split_whole_reproducibly_with_something_on_each_side() -> None:
-    ids = [f"task-{i}-s0" for i in range(10)]
+    ids = [f"0/task-{i}-s{sample}" for i in range(5) for sample in range(2)]
     train, held = split_sessions(ids, 0.2, seed=0)
     assert len(held) == 2 and not set(train) & set(held) and sorted(train + held) == sorted(ids)
     assert split_sessions(list(reversed(ids)), 0.2, seed=0) == (train, held)
     assert split_sessions(ids, 0.2, seed=1) != (train, held)
     assert split_sessions(ids[:2], 0.01, seed=0)[1] != []  # a held-out share asks for one at least
     assert split_sessions(ids, 0.0, seed=0) == (sorted(ids), [])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_every_task_keeps_a_training_session(seed: int) -> None:
+    ids = ["0/one-s0", "0/two-s0", "1/two-s1", "0/three-s0", "0/three-s1", "1/three-s2"]
+    train, held = split_sessions(ids, 0.5, seed=seed)
+    assert len(held) == 3
+    assert {sid.split("/")[1].rsplit("-", 1)[0] for sid in train} == {"one", "two", "three"}
+    # One session a task: the share cannot be met, but something is still held out.
+    assert len(split_sessions(["0/a-s0", "0/b-s0", "0/c-s0"], 0.5, seed=seed)[1]) == 1
 
 
 def test_nothing_to_learn_from_is_refused_with_the_fix(student: Path) -> None:
