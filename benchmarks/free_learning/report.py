@@ -202,7 +202,9 @@ def section_markdown(results: Sequence[SeedResult], harness: str = BARRED_HARNES
         "reference teacher is recorded, the student (the tiny model, `model.tiny_seed` = the seed) is fine-tuned on "
         "the passed sessions, then trained by GRPO with the dev engine sampling freely (`engine.dev_mode: sample`, no "
         "candidates: every command, and its tool-call syntax, is the policy's own, read by the engine's parser). The "
-        "control and distillation runs start from the same SFT checkpoint with the same budget. A pass rate counts "
+        "control and distillation runs start from the same SFT checkpoint with the same budget; their first "
+        "iteration's rollouts are GRPO's, copied, not sampled again (the same checkpoint, sampled with the same seeds, "
+        "writes the same tokens; the benchmark checks that the three runs planned the same rollouts). A pass rate counts "
         "graded rollouts (the verifier's verdict, a malformed call included as a failure); the held-out tasks are "
         "`examples/tasks/cold-start/held-out`.",
         "",

@@ -17,6 +17,7 @@ continues from its last committed iteration.
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,12 +84,12 @@ def run_seed(
         "grpo": lambda: _rl(base, root, console),
         "grpo_held_out": lambda: _evaluate(base, "latest", HELD_OUT, HELD_OUT_SAMPLES, "grpo-held-out", root,
                                            console),  # fmt: skip
-        "control": lambda: _rl(seed_config(result.seed, root, {"name": f"{base.name}-control", **from_sft,
-                                                               "algorithm.shuffle_rewards": True}, harness), root,
-                               console),  # fmt: skip
-        "distill": lambda: _rl(seed_config(result.seed, root, {"name": f"{base.name}-distill", **from_sft,
-                                                               "algorithm.distillation": _teacher(base, store)}, harness),
-                               root, console),  # fmt: skip
+        "control": lambda: _rl_from_grpo(seed_config(result.seed, root, {"name": f"{base.name}-control", **from_sft,
+                                                                         "algorithm.shuffle_rewards": True}, harness),
+                                         base, root, console),  # fmt: skip
+        "distill": lambda: _rl_from_grpo(seed_config(result.seed, root, {"name": f"{base.name}-distill", **from_sft,
+                                                                         "algorithm.distillation": _teacher(base, store)},
+                                                     harness), base, root, console),  # fmt: skip
     }
     for stage in STAGES:
         if result.has(stage):
@@ -151,6 +152,35 @@ def _rl(config: ExperimentConfig, root: Path, console: Console) -> RunCurve:
         # A run resumed after a cut (or finished before) spent its iterations' time in earlier calls.
         wall_s=max(time.monotonic() - started, sum(w for w in walls if w is not None)),
     )
+
+
+def _rl_from_grpo(config: ExperimentConfig, grpo: ExperimentConfig, root: Path, console: Console) -> RunCurve:
+    """``_rl`` for a run from GRPO's own start (the SFT checkpoint, the same seeds), given GRPO's
+    iteration-0 rollouts: sampled again they would be the same tokens, for ~12 min here."""
+    store = open_store(config.storage.uri)
+    source, target = RunLayout(grpo.name), RunLayout(config.name)
+    share_first_rollouts(store, source, target)
+    curve = _rl(config, root, console)
+    if store.get_bytes(target.plan(0)) != store.get_bytes(source.plan(0)):
+        raise RuntimeError(
+            f"{config.name}'s iteration-0 plan differs from {grpo.name}'s, so the rollouts it was given are not its "
+            f"own: delete its run ({target.name}/ in {store.root}) and run the benchmark again"
+        )
+    return curve
+
+
+def share_first_rollouts(store: ArtifactStore, source: RunLayout, target: RunLayout) -> int:
+    """Copy ``source``'s iteration-0 outcomes and trajectories (images included) to ``target``, whose
+    rollout pods the executor then skips; their cost records stay behind, since ``target`` spent
+    nothing on them. Returns how many outcomes were copied (0 once ``target`` has any of its own)."""
+    if store.list(target.outcomes(0)):
+        return 0
+    folders = (source.outcomes(0), posixpath.dirname(source.trajectory(0, "any")) + "/")
+    keys = [key for folder in folders for key in store.list(folder)]
+    theirs, ours = source.plan(0).rsplit("/", 1)[0], target.plan(0).rsplit("/", 1)[0]
+    for key in keys:
+        store.put_bytes(ours + key.removeprefix(theirs), store.get_bytes(key))
+    return len(store.list(target.outcomes(0)))
 
 
 def _local(store: ArtifactStore) -> Path:

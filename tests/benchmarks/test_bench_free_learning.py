@@ -122,6 +122,7 @@ def test_a_seed_resumed_at_another_commit_names_the_stages_run_there(tmp_path: P
     monkeypatch.setattr(seed_run, "results_folder", lambda harness: tmp_path)
     monkeypatch.setattr(seed_run, "_evaluate", lambda *args, **kwargs: _rates(4))
     monkeypatch.setattr(seed_run, "_rl", lambda *args: _curve(3, 6))
+    monkeypatch.setattr(seed_run, "_rl_from_grpo", lambda *args: _curve(3, 6))
     monkeypatch.setattr(seed_run, "_teacher", lambda *args: {"teacher_model": "grpo-last", "verifier_reward": False})
 
     result = seed_run.run_seed(load_seed(0, "unused", "later", "elsewhere", tmp_path), tmp_path / "store", lambda _: None, Console())
@@ -131,3 +132,25 @@ def test_a_seed_resumed_at_another_commit_names_the_stages_run_there(tmp_path: P
     assert "commit abc1234 (grpo at def5678, grpo_held_out at def5678, control at def5678, distill at def5678)" in (
         report.section_markdown([result])
     )
+
+
+def test_the_control_is_given_grpos_first_rollouts_but_not_their_costs(tmp_path: Path) -> None:
+    from components.core.storage import RunLayout, open_store
+
+    from benchmarks.free_learning.seed_run import share_first_rollouts
+
+    store, grpo, control = open_store(f"file://{tmp_path}"), RunLayout("cold-start"), RunLayout("cold-start-control")
+    store.put_bytes(grpo.outcome(0, "t-s0"), b'{"passed": true}')
+    store.put_bytes(grpo.trajectory(0, "t-s0"), b"{}\n")
+    store.put_bytes(f"{grpo.images(0)}/ab.png", b"png")
+    store.put_bytes(f"{grpo.costs(0)}/rollout-t-s0.json", b"{}")
+    store.put_bytes(grpo.outcome(1, "t-s0"), b'{"passed": false}')  # a later iteration is GRPO's own
+
+    assert share_first_rollouts(store, grpo, control) == 1
+    assert store.get_bytes(control.outcome(0, "t-s0")) == b'{"passed": true}'
+    assert store.get_bytes(control.trajectory(0, "t-s0")) == b"{}\n"
+    assert store.get_bytes(f"{control.images(0)}/ab.png") == b"png"
+    assert not store.list(control.costs(0)) and not store.list(control.outcomes(1))
+    # A run that has outcomes of its own (resumed) is left as it is.
+    store.put_bytes(grpo.outcome(0, "t-s1"), b"{}")
+    assert share_first_rollouts(store, grpo, control) == 0 and not store.exists(control.outcome(0, "t-s1"))
