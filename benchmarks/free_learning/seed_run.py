@@ -18,6 +18,7 @@ continues from its last committed iteration.
 from __future__ import annotations
 
 import posixpath
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -159,7 +160,13 @@ def _rl_from_grpo(config: ExperimentConfig, grpo: ExperimentConfig, root: Path, 
     iteration-0 rollouts: sampled again they would be the same tokens, for ~12 min here."""
     store = open_store(config.storage.uri)
     source, target = RunLayout(grpo.name), RunLayout(config.name)
-    share_first_rollouts(store, source, target)
+    if share_first_rollouts(store, source, target):
+        # Its serve step would have committed its initial policy, but the executor skips
+        # iteration 0's generate step whole once every rollout is stored.
+        from components.engine.step import prepare_policy
+
+        with tempfile.TemporaryDirectory(prefix="openforge-bench-") as scratch:
+            prepare_policy(config, 0, store, Path(scratch) / "policy")
     curve = _rl(config, root, console)
     if store.get_bytes(target.plan(0)) != store.get_bytes(source.plan(0)):
         raise RuntimeError(
