@@ -29,16 +29,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from components.core.config import AlgorithmConfig
-from components.core.rollout_identity import parse_rollout_id
 from components.core.trajectory import RecordedCall
 from components.trainer.batch import row_tensors
 from components.trainer.cpu_update import build_optimizer, cpu_update, micro_batches, response_log_probs
-from components.trainer.sft import sft_rows
-
-
-def task_of(session_key: str) -> str:
-    """The task of an SFT session key (``<iteration>/<rollout id>``, ``sft_step.recorded_sessions``)."""
-    return parse_rollout_id(session_key.rsplit("/", 1)[-1])[0]
+from components.trainer.sft import sft_rows, task_of
 
 
 def session_probabilities(

@@ -80,18 +80,19 @@ def split_sessions(session_ids: Sequence[str], held_out: float, seed: int) -> tu
         count = min(max(count, 1), len(ranked) - 1)  # something on each side
     else:
         count = 0
-    left = Counter(_task_of(sid) for sid in ranked)
+    left = Counter(map(task_of, ranked))
     held: list[str] = []
     for sid in ranked:
-        if len(held) < count and left[_task_of(sid)] > 1:
+        if len(held) < count and left[task := task_of(sid)] > 1:
             held.append(sid)
-            left[_task_of(sid)] -= 1
+            left[task] -= 1
     if count and not held:  # one session a task: something on each side still
         held = ranked[:1]
     return sorted(set(ranked) - set(held)), sorted(held)
 
 
-def _task_of(session_id: str) -> str:
+def task_of(session_id: str) -> str:
+    """The task of a recorded session's key (``<iteration>/<rollout id>``); the key itself if it names none."""
     try:
         return parse_rollout_id(session_id.rsplit("/", 1)[-1])[0]
     except ValueError:
