@@ -19,7 +19,8 @@ collapses it too.
 
     .venv/bin/python -m benchmarks.free_learning.first_turn --seed 0 --group 8 --set learning_rate=5e-4
 
-reads seed 0's store of `make bench-free-learning` (its ``record`` and ``sft`` stages must have run).
+reads seed 0's store of `make bench-free-learning`, running its ``record`` and ``sft`` stages
+there first where they have not run (~11 min; the stored results are not touched).
 """
 
 from __future__ import annotations
@@ -181,11 +182,12 @@ def main() -> None:
     import tempfile
 
     import torch
+    from rich.console import Console
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from benchmarks.bench_free_learning import WORKDIR
     from benchmarks.free_learning.results import BARRED_HARNESS
-    from benchmarks.free_learning.seed_run import seed_config
+    from benchmarks.free_learning.seed_run import recorded_and_fine_tuned
     from components.core.storage import RunLayout, get_dir, open_store
     from components.rollout.tasks import load_task_set
     from components.trainer.sft_step import recorded_sessions
@@ -200,10 +202,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=WORKDIR / BARRED_HARNESS)
     args = parser.parse_args()
 
-    config = seed_config(args.seed, (args.workdir / f"seed-{args.seed}").resolve())
+    config = recorded_and_fine_tuned(args.seed, (args.workdir / f"seed-{args.seed}").resolve(), Console())
     store, layout = open_store(config.storage.uri), RunLayout(config.name)
-    if not store.exists(layout.sft_marker()):
-        raise SystemExit(f"no SFT checkpoint under {store.root}: run the seed's record and sft stages first")
     algorithm = config.algorithm.model_copy(update=parse_variant(args.set, config.algorithm))
     commands = {t.id: t.reference[0].tool_calls[0].shell for t in load_task_set(config.tasks.source) if t.reference}
     turns = first_turns(recorded_sessions(config, store)[0], commands)

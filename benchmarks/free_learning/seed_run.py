@@ -105,6 +105,16 @@ def run_seed(
     return result
 
 
+def recorded_and_fine_tuned(seed: int, root: Path, console: Console) -> ExperimentConfig:
+    """The seed's config, its store in ``root`` holding the teacher's recording and the SFT checkpoint:
+    the ``record`` and ``sft`` stages run where the store lacks them (~11 min here), and no stored
+    result is touched. For tools that study a seed's SFT checkpoint (first_turn.py)."""
+    base = seed_config(seed, root)
+    _evaluate(base, "base", None, None, "teacher", root, console, recording=True)
+    _fine_tune(base, root, console)
+    return base
+
+
 def _brief(result: SeedResult, stage: str) -> str:
     data = result.stages[stage]
     if "iterations" in data:
