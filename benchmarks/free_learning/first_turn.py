@@ -85,7 +85,9 @@ def same_command(written: str | None, reference: str) -> bool:
     return written is not None and written.split() == reference.split()
 
 
-def sample_group(model: Any, prompt: list[int], n: int, temperature: float, max_new_tokens: int, stop: set[int]) -> list[Sample]:
+def sample_group(
+    model: Any, prompt: list[int], n: int, temperature: float, max_new_tokens: int, stop: set[int]
+) -> list[Sample]:
     """``n`` completions of ``prompt``, each cut after its first ``stop`` token, with log-probs at ``temperature``."""
     import torch
 
@@ -105,7 +107,9 @@ def sample_group(model: Any, prompt: list[int], n: int, temperature: float, max_
     return samples
 
 
-def grpo_batch(groups: Sequence[tuple[FirstTurn, list[Sample], list[float]]], algorithm: AlgorithmConfig, pad: int) -> Any:
+def grpo_batch(
+    groups: Sequence[tuple[FirstTurn, list[Sample], list[float]]], algorithm: AlgorithmConfig, pad: int
+) -> Any:
     """The DataProto of the groups whose rewards differ (veRL's GRPO advantages), None when none does."""
     import numpy as np
     import torch
@@ -174,7 +178,8 @@ def train(
         data = grpo_batch(groups, algorithm, pad)
         if data is not None:
             cpu_update(model, data, algorithm, seed=seed + iteration, optimizer=optimizer)
-        log(f"iteration {iteration}: pass rate {rate:.3f}, {curve[-1].mixed} groups with a signal, {curve[-1].dead} dead")
+        point = curve[-1]
+        log(f"iteration {iteration}: pass rate {rate:.3f}, {point.mixed} groups with a signal, {point.dead} dead")
     return curve
 
 
@@ -199,6 +204,8 @@ def main() -> None:
     parser.add_argument("--eval-samples", type=int, default=16, help="fresh samples a task for each pass rate")
     parser.add_argument("--set", default="", metavar="NAME=VALUE,...", help="changes of the config's `algorithm:`")
     parser.add_argument("--control", action="store_true", help="rewards shuffled within each group")
+    parser.add_argument("--sampling-seed", type=int,
+                        help="seeds sampling, shuffling and updates (default: the run's seed)")  # fmt: skip
     parser.add_argument("--workdir", type=Path, default=WORKDIR / BARRED_HARNESS)
     args = parser.parse_args()
 
@@ -216,10 +223,11 @@ def main() -> None:
     def grade(task_id: str, ids: list[int]) -> float:
         return float(same_command(command_of(tokenizer.decode(ids)), commands[task_id]))
 
+    seed = config.seed if args.sampling_seed is None else args.sampling_seed
     curve = train(
         model, turns, algorithm, grade, iterations=args.iterations, group=args.group or config.rollout.samples_per_task,
         eval_samples=args.eval_samples, max_new_tokens=config.harness.max_tokens, stop=stop,
-        pad=tokenizer.pad_token_id, seed=config.seed, shuffle=args.control,
+        pad=tokenizer.pad_token_id, seed=seed, shuffle=args.control,
     )  # fmt: skip
     rates = " → ".join(f"{point.rate:.3f}" for point in curve)
     print(f"seed {args.seed}, {args.set or 'the config'}{', control' if args.control else ''}: {rates} "
