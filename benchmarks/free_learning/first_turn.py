@@ -218,7 +218,8 @@ def main() -> None:
         get_dir(store, layout.sft_checkpoint(), Path(tmp) / "sft")
         tokenizer = AutoTokenizer.from_pretrained(Path(tmp) / "sft")
         model = AutoModelForCausalLM.from_pretrained(Path(tmp) / "sft", dtype=torch.float32)
-    stop = {tokenizer.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")}
+    eos = model.generation_config.eos_token_id  # the checkpoint's own end-of-turn ids, as the engine stops on
+    stop = set(eos if isinstance(eos, list) else [eos])
 
     def grade(task_id: str, ids: list[int]) -> float:
         return float(same_command(command_of(tokenizer.decode(ids)), commands[task_id]))
