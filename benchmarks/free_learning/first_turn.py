@@ -42,6 +42,7 @@ from components.trainer.sft import task_of
 
 _TOOL_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.S)
 
+_LOGGED = ("train/clip_frac", "train/kl", "train/grad_norm", "train/entropy")
 Sample = tuple[list[int], list[float]]  # a completion's token ids and their log-probs at the temperature
 Grade = Callable[[str, list[int]], float]  # (task id, completion ids) -> reward
 
@@ -176,10 +177,12 @@ def train(
             groups.append((turn, samples, rewards))
         curve.append(Iteration(rate, sum(len(set(r)) > 1 for *_, r in groups), sum(not any(r) for *_, r in groups)))
         data = grpo_batch(groups, algorithm, pad)
-        if data is not None:
-            cpu_update(model, data, algorithm, seed=seed + iteration, optimizer=optimizer)
+        metrics = {} if data is None else cpu_update(model, data, algorithm, seed=seed + iteration, optimizer=optimizer)
         point = curve[-1]
-        log(f"iteration {iteration}: pass rate {rate:.3f}, {point.mixed} groups with a signal, {point.dead} dead")
+        # The clip fraction and KL say whether PPO's clip, not the learning rate, bounded the step.
+        moved = ", ".join(f"{name.removeprefix('train/')} {metrics[name]:.3g}" for name in _LOGGED if name in metrics)
+        log(f"iteration {iteration}: pass rate {rate:.3f}, {point.mixed} groups with a signal, {point.dead} dead"
+            f"{'; update: ' + moved if moved else '; no update'}")  # fmt: skip
     return curve
 
 

@@ -80,12 +80,17 @@ def test_rewarding_a_first_token_raises_how_often_it_is_written_and_the_control_
     def grade(task_id: str, ids: list[int]) -> float:
         return float(ids[:1] == [7])
 
+    lines: list[str] = []
+
     def run(shuffle: bool) -> list[float]:
         curve = train(_model(), turns, algorithm, grade, iterations=4, group=8, eval_samples=32, max_new_tokens=2,
-                      stop={1}, pad=0, seed=0, shuffle=shuffle, log=lambda _: None)  # fmt: skip
+                      stop={1}, pad=0, seed=0, shuffle=shuffle, log=lines.append)  # fmt: skip
         return [point.rate for point in curve]
 
     learned, control = run(False), run(True)
+    # Each update says how far PPO's clip held it, so a reader can tell the clip from the learning rate.
+    assert len(lines) == 8 and all("update: clip_frac" in line or "no update" in line for line in lines)
+    assert any("update: clip_frac" in line for line in lines)
 
     assert len(learned) == 5 and learned[0] == control[0] < 0.2  # 1 token in 16, untrained
     assert learned[-1] > learned[0] + 0.3
