@@ -2,7 +2,7 @@
 
 apt packages, the podman image and vLLM's CPU build (``make vllm``) install while pip runs; `make test` names each job's
 status file in an environment variable, and the tests that need the job wait here for
-it, then skip, saying why, only where it failed.
+it, then skip, saying why, only where it failed (fail under CI=true: tests/_missing.py).
 """
 
 from __future__ import annotations
@@ -28,9 +28,12 @@ def background_install_problem(status_env: str, what: str, make_target: str) -> 
     while not status.exists() and time.monotonic() < deadline:
         time.sleep(1)
     if not status.exists():
-        return f"the background {what} did not finish in {WAIT_S} s (log: {log})"
+        return f"the background {what} (`make {make_target}`) did not finish in {WAIT_S} s; {log} ends: {_tail(log)}"
     code = status.read_text().strip()
     if code != "0":
-        tail = log.read_text(errors="replace")[-800:] if log.exists() else ""
-        return f"`make {make_target}` failed here (exit {code}): {tail.strip()}"
+        return f"`make {make_target}` failed here (exit {code}); {log} ends: {_tail(log)}"
     return None
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-800:].strip() if log.exists() else "(no log written)"

@@ -3,7 +3,8 @@ rollouts, browser harnesses).
 
 `make test` installs them in the background while pip runs (Makefile: system-background)
 and names its status file in OPENFORGE_GUI_PACKAGES_STATUS; these fixtures wait for it,
-then skip, saying why, only where the programs are still missing.
+then skip, saying why, only where the programs are still missing (fail under CI=true:
+tests/_missing.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests._background_installs import background_install_problem
+from tests._missing import missing
 
 STATUS_ENV = "OPENFORGE_GUI_PACKAGES_STATUS"
 CHROMIUM = "/usr/bin/chromium"
@@ -23,8 +25,9 @@ def _install_problem() -> str | None:
     return background_install_problem(STATUS_ENV, "GUI package install", "gui-packages")
 
 
-@pytest.fixture(scope="session")
-def chromium_ready() -> None:
+def chromium_problem() -> str | None:
+    """Why Chromium cannot be driven here (the background install failed, the browser or
+    Python Playwright is missing), or None."""
     problem = _install_problem()
     if problem is None and not Path(CHROMIUM).is_file():
         problem = f"{CHROMIUM} is missing (apt-get install -y chromium chromium-driver)"
@@ -33,15 +36,27 @@ def chromium_ready() -> None:
             import playwright  # noqa: F401
         except ImportError:
             problem = "Python Playwright is not installed (the test extra pins it)"
+    return problem
+
+
+def desktop_problem() -> str | None:
+    """Why the X desktop cannot run here (the background install failed or a program is missing), or None."""
+    problem = _install_problem()
+    absent = [p for p in DESKTOP_PROGRAMS if shutil.which(p) is None]
+    if problem is None and absent:
+        problem = f"{', '.join(absent)} missing (apt-get install -y xvfb openbox xdotool x11-utils xterm)"
+    return problem
+
+
+@pytest.fixture(scope="session")
+def chromium_ready() -> None:
+    problem = chromium_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
 
 
 @pytest.fixture(scope="session")
 def desktop_ready() -> None:
-    problem = _install_problem()
-    missing = [p for p in DESKTOP_PROGRAMS if shutil.which(p) is None]
-    if problem is None and missing:
-        problem = f"{', '.join(missing)} missing (apt-get install -y xvfb openbox xdotool x11-utils xterm)"
+    problem = desktop_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)

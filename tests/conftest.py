@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests._gui_packages import chromium_ready, desktop_ready  # noqa: F401  (fixtures for every test)
+from tests._missing import missing
 from tests._servers import EngineServer, start_dev_engine
 
 from components.core.checkpoints import write_checkpoint_info
@@ -46,6 +47,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs a CUDA GPU (run scripts/gpu_smoke.sh or pytest -m gpu on a GPU machine)")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ``needs(problem)`` with a problem skips, or fails under CI=true (tests/_missing.py)."""
+    for mark in item.iter_markers("needs"):
+        if mark.args and mark.args[0]:
+            missing(mark.args[0])
 
 
 @pytest.fixture(scope="session")
@@ -112,13 +120,14 @@ def dev_engine(make_dev_engine: Callable[..., EngineServer]) -> EngineServer:
 @pytest.fixture(scope="session")
 def make_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., VllmServer]]:
     """Factory: ``make_vllm(checkpoint, lora_rank=0)`` starts one more real vLLM (CPU build) on a
-    committed checkpoint, as the serve step would; skips, saying why, where vLLM is not installed.
+    committed checkpoint, as the serve step would; where vLLM is not installed it skips, saying why
+    (fails under CI=true: tests/_missing.py).
     Each start costs a minute or more: use ``vllm_engine`` unless a test needs its own."""
     from tests._vllm import start_vllm, vllm_python, vllm_test_config  # config and launch modules: loaded when used
 
     python, why = vllm_python()
     if python is None:
-        pytest.skip(why)
+        missing(why)
     started: list[VllmServer] = []
 
     def start(checkpoint: Path, *, lora_rank: int = 0) -> VllmServer:

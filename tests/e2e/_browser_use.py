@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import pytest
+from tests._missing import require_harness
 from tests.e2e._scripted_model import Reply, WebRollout, check_recorded_calls
 
 from components.core.config import ExperimentConfig
@@ -50,10 +50,9 @@ def agent_reply(script: Script) -> Reply:
 
 
 def browser_use(max_turns: int) -> tuple[HarnessAdapter, ExperimentConfig]:
-    """The installed adapter (else the test is skipped) and a config with room for a five-action reply."""
+    """The installed adapter (else the test is skipped, or fails under CI=true) and a config with room for a five-action reply."""
+    require_harness("browser-use")
     adapter = get_harness("browser-use")
-    if not adapter.is_installed():
-        pytest.skip(f"browser-use {adapter.version} is not installed: run `openforge harness install browser-use`")
     config = ExperimentConfig.model_validate(
         {
             "name": "browser-use-e2e",

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from tests._missing import require_harness
 
 from components.core.config import ExperimentConfig, load_config
-from components.rollout.harnesses import get_harness
 
 REPO = Path(__file__).resolve().parents[2]
 # (harness, task, the fixture its packages need, model calls per rollout). browser-use's
@@ -67,8 +67,7 @@ def gui_run(example_name: str, request: pytest.FixtureRequest, shared: Path) -> 
 
     harness, task, ready, _ = GUI[example_name]
     request.getfixturevalue(ready)  # Chromium or the X desktop packages, installed or skipped
-    if not get_harness(harness).is_installed():
-        pytest.skip(f"{harness} is not installed: run `openforge harness install {harness}`")
+    require_harness(harness)
     work = shared / f"gui-vl-{example_name}"
     work.mkdir(exist_ok=True)
     config, done = _config(example_name, work), work / "logged.json"

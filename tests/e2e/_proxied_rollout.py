@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests._missing import require_harness
 from tests.e2e.test_harnesses import _task
 
 from components.core.config import ExperimentConfig
@@ -32,11 +32,10 @@ class ProxiedRollout:
 
 
 def run_proxied_rollout(harness: str, upstream: str, tmp_path: Path, name: str, settings: dict[str, Any]) -> ProxiedRollout:
-    """Run ``harness`` (skipped, naming the install command, when missing) with ``settings``
+    """Run ``harness`` (skipped, or failed under CI=true, when missing: tests/_missing.py) with ``settings``
     (the config's ``harness`` and ``rollout`` sections) against ``upstream``."""
+    require_harness(harness)
     adapter = get_harness(harness)
-    if not adapter.is_installed():
-        pytest.skip(f"{harness} {adapter.version} is not installed: run `openforge harness install {harness}`")
     sessions = tmp_path / "sessions"
     config = ExperimentConfig.model_validate(
         {

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 import pytest
+from tests._missing import require_harness
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
 from tests.e2e._scripted_model import scripted_model, serving
 
@@ -121,10 +122,8 @@ def _config(max_turns: int) -> ExperimentConfig:
 
 @pytest.fixture
 def cua_agent(desktop_ready: None):
-    adapter = get_harness("cua-agent")
-    if not adapter.is_installed():
-        pytest.skip(f"cua-agent {adapter.version} is not installed: run `openforge harness install cua-agent`")
-    return adapter
+    require_harness("cua-agent")
+    return get_harness("cua-agent")
 
 
 def _run(adapter, reply, max_turns: int, tmp_path: Path, traced: bool):

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from tests._missing import require_harness
 
 from components.core.checkpoints import committed_versions
 from components.core.config import load_config
 from components.core.storage import RunLayout, get_dir, open_store
 from components.core.trajectory import RecordedCall
-from components.rollout.harnesses import get_harness
 from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
 
@@ -59,8 +59,7 @@ def _weights(store, layout: RunLayout, version: int, dest: Path) -> dict:
 def test_one_iteration_in_the_real_harness_records_scores_and_trains(
     harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not get_harness(harness).is_installed():
-        pytest.skip(f"{harness} is not installed: run `openforge harness install {harness}` (make test does)")
+    require_harness(harness)
     monkeypatch.chdir(REPO)  # the harnesses are installed under the repository's .openforge
     config = load_config(REPO / "examples" / f"{harness}.yaml").model_copy(deep=True)
     config.storage.uri = f"file://{tmp_path / 'store'}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._missing import missing, require_harness
 from tests.e2e._branches import assert_rewrites_become_branches
 from tests.e2e._connections import TracedHarness, off_loopback, strace_available, traced_connections
 
@@ -94,11 +95,10 @@ def _config(harness: str) -> ExperimentConfig:
 def test_harness_rollout_writes_the_file_through_proxy_and_scripted_engine(
     name: str, make_dev_engine, tmp_path: Path
 ) -> None:
+    require_harness(name)
     adapter = get_harness(name)
-    if not adapter.is_installed():
-        pytest.skip(f"{name} {adapter.version} is not installed: run `openforge harness install {name}` or `make harnesses`")
     if not strace_available():
-        pytest.skip("strace is missing: it proves the harness made no connection off loopback (apt-get install strace)")
+        missing("strace is missing: it proves the harness made no connection off loopback (apt-get install strace)")
     case = CASES[name]
     engine = make_dev_engine(_script(case))
     port = free_port()

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from tests._missing import require_harness
 
 from components.core.checkpoints import committed_versions
 from components.core.config import load_config
 from components.core.images import pointer_parts, rebuild_request, referenced_images
 from components.core.storage import ArtifactStore, RunLayout, get_dir, open_store
 from components.core.trajectory import RecordedCall
-from components.rollout.harnesses import get_harness
 from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
 from tests.e2e._noisy_reward import noisy_task  # noqa: F401  (tests/e2e/_gui_runs.py imports it from here)
@@ -54,8 +54,7 @@ def _images_from_store(store: ArtifactStore, layout: RunLayout, calls: list[Reco
 def test_web_iteration_records_screenshots_scores_builds_the_batch_and_trains(
     chromium_ready: None, tmp_path: Path, tracking_uri: str
 ) -> None:
-    if not get_harness("browser-use").is_installed():
-        pytest.skip("browser-use is not installed: run `openforge harness install browser-use`")
+    require_harness("browser-use")
     shutil.copytree(TASK, tmp_path / "tasks" / TASK.name)
     example = load_config(EXAMPLE)
     config = example.model_copy(

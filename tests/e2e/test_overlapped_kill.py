@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests._missing import needs
 
 from components.core.checkpoints import committed_versions
 from components.core.services import openforge_argv
@@ -28,7 +29,7 @@ from components.core.trajectory import RecordedCall
 from pipelines.executor import sandbox_problem
 from tests.e2e._quickstart import REPO, local_quickstart
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(sandbox_problem()), reason=f"no sandbox here: {sandbox_problem()}")]
+pytestmark = [pytest.mark.slow, needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")]
 ROLLOUTS = 16  # the quickstart's tasks x samples per task
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from tests._background_installs import background_install_problem
+from tests._missing import missing
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
@@ -29,10 +30,14 @@ from pipelines.run import run_experiment
 QUICKSTART_TASKS = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "quickstart"
 
 
-@pytest.fixture(scope="module")
-def podman_runs() -> None:
+PODMAN_STATUS_ENV = "OPENFORGE_PODMAN_BASE_STATUS"
+
+
+def podman_here_problem() -> str | None:
+    """Why podman cannot run the local image here (the background build failed, podman is
+    missing, or a container will not start), or None."""
     options = PodmanOptions()
-    problem = background_install_problem("OPENFORGE_PODMAN_BASE_STATUS", "podman image build", "podman-base")
+    problem = background_install_problem(PODMAN_STATUS_ENV, "podman image build", "podman-base")
     problem = problem or podman_problem(options)
     if problem is None:
         probe = subprocess.run(
@@ -44,8 +49,14 @@ def podman_runs() -> None:
         )
         if probe.returncode != 0:
             problem = f"podman cannot start a container here: {probe.stderr.strip()[-500:]}"
+    return problem
+
+
+@pytest.fixture(scope="module")
+def podman_runs() -> None:
+    problem = podman_here_problem()
     if problem:
-        pytest.skip(problem)
+        missing(problem)
 
 
 def _config(tmp_path: Path, name: str) -> ExperimentConfig:

@@ -23,14 +23,14 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from tests._missing import needs, require_harness
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
-from components.rollout.harnesses import get_harness
 from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(bool(sandbox_problem()), reason=f"no sandbox here: {sandbox_problem()}")]
+pytestmark = [pytest.mark.slow, needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")]
 
 MARKER = "openforge-hostile-was-here"
 TMP_MB = 64
@@ -103,8 +103,7 @@ def _task(root: Path, secret: Path, store: Path, project: Path, bystander: int) 
 def test_every_way_out_of_a_sandboxed_rollout_fails_and_the_rollout_is_graded(
     harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if not get_harness(harness).is_installed():
-        pytest.skip(f"{harness} is not installed: run `openforge harness install {harness}` (make test does)")
+    require_harness(harness)
     home = tmp_path / "home"
     home.mkdir()
     (home / "id_key").write_text("secret")

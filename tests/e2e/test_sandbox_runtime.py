@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from tests._missing import needs
 from tests.e2e.test_podman_runtime import _config, _shape
 
 from pipelines.executor import _pod_node, sandbox_problem
@@ -17,7 +18,7 @@ from pipelines.run import run_experiment
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # ~190 s in CI on loaded cores
-@pytest.mark.skipif(bool(sandbox_problem()), reason=f"no sandbox here: {sandbox_problem()}")
+@needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")
 def test_sandbox_runtime_records_the_process_runtimes_trajectories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pods = []
     start = _pod_node.start_sandboxed_pod

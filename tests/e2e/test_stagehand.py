@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests._missing import require_harness
 from tests.e2e._scripted_model import REPO, check_recorded_calls, run_web_rollout, scripted_model
 
 from components.core.config import ExperimentConfig
@@ -101,9 +102,8 @@ def _config(mode: str, steps: int) -> ExperimentConfig:
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", list(MODES))
 def test_stagehand_submits_the_form_through_proxy(chromium_ready: None, mode: str, tmp_path: Path) -> None:
+    require_harness("stagehand")
     adapter = get_harness("stagehand")
-    if not adapter.is_installed():
-        pytest.skip(f"stagehand {adapter.version} is not installed: run `openforge harness install stagehand`")
     reply, steps = MODES[mode]
     config = _config(mode, steps)
     adapter.configure(config.harness)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from tests._missing import missing
 from tests._vllm import vllm_python
 
 from components.core.checkpoints import committed_versions
@@ -39,7 +40,7 @@ def _calls(store, layout: RunLayout, iteration: int) -> list[RecordedCall]:
 def test_vllm_serves_and_verl_trains_two_iterations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     python, why = vllm_python()
     if python is None:
-        pytest.skip(why)
+        missing(why)
     monkeypatch.chdir(REPO)  # the example's task set is relative to the repository
     config = load_config(REPO / "examples" / "vllm.yaml").model_copy(deep=True)
     config.engine.vllm.python = python

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests._missing import missing
 from tests._vllm import vllm_python, vllm_test_config
 
 import components.engine.vllm_serve as vllm_serve
@@ -82,7 +83,7 @@ def test_each_iteration_serves_its_lora_checkpoint_and_adapters_swap_at_run_time
 ) -> None:
     python, why = vllm_python()
     if python is None:
-        pytest.skip(why)
+        missing(why)
     # A straggler cut too: vLLM must load its middleware and serve the serve step's decision.
     cut = {"finish_fraction": 0.5, "grace_s": 0}
     config = vllm_test_config(python, lora_rank=8, storage={"uri": f"file://{tmp_path / 'store'}"}, rollout=cut)

@@ -7,13 +7,13 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-import pytest
+from tests._missing import needs
 from tests.components.rollout.test_runner import PythonHarness, _rollout
 
 from components.core.outcome import RolloutStatus
 from components.rollout._confine import confinement_problem
 
-pytestmark = pytest.mark.skipif(bool(confinement_problem()), reason=f"cannot confine here: {confinement_problem()}")
+pytestmark = needs(confinement_problem() and f"cannot confine here: {confinement_problem()}")
 
 # The verifier waits long enough for a left-behind process to strike, then checks the result.
 VERIFY = """
