@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install bytecode vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-free-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale gpu-smoke clean help
+.PHONY: install bytecode vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-free-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale bench-test-time gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -37,6 +37,7 @@ help:
 	@echo "make bench-viewer    openforge view on a synthesized 1,000-rollout iteration: the page's open time, cold and warm (docs/benchmarks.md)"
 	@echo "make bench-scale       iterations on a cluster simulated from measured timings: today vs the straggler cut vs overlap (docs/benchmarks.md)"
 	@echo "make bench-scale-plan  a 4,096-rollout iteration: manifest, fan-out and Argo node-status sizes, proxy sidecar start and memory (docs/scale.md)"
+	@echo "make bench-test-time  .ci/run in a fresh clone with the package caches off: the test command's time against its 40 min (docs/benchmarks.md)"
 	@echo "make gpu-smoke    on a 1-GPU machine: update loop, veRL step, vllm serve -> gpu_smoke.json"
 
 # --compile-bytecode: uv writes no .pyc unless asked (pip does), and where PYTHONDONTWRITEBYTECODE
@@ -169,6 +170,10 @@ bench-scale-plan: $(INSTALLED)
 # Real harness sessions calibrate it: `harnesses` installs Claude Code's CLI.
 bench-scale: sandbox-packages $(INSTALLED) harnesses
 	$(BIN)/python benchmarks/bench_scale.py
+
+# The clone installs everything itself; only this script's own imports need the venv.
+bench-test-time: $(INSTALLED)
+	$(BIN)/python benchmarks/bench_test_time.py
 
 # On a machine with a GPU: its own CUDA torch, not this venv (scripts/gpu_smoke.sh says how).
 gpu-smoke:
