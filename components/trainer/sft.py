@@ -91,6 +91,19 @@ def split_sessions(session_ids: Sequence[str], held_out: float, seed: int) -> tu
     return sorted(set(ranked) - set(held)), sorted(held)
 
 
+def held_out_shortfall(sessions: int, held: int, share: float) -> str | None:
+    """Why the epoch is chosen on far fewer held-out sessions than ``share`` asks (half or
+    fewer), or None: with one session a task, ``split_sessions`` can hold out almost nothing."""
+    asked = round(sessions * share)
+    if share <= 0 or held * 2 > asked:
+        return None
+    return (
+        f"SFT held out {held} of {sessions} sessions where sft.held_out {share} asks for {asked}: a task's last "
+        "session stays in training and most tasks have one, so the epoch is chosen on little held-out data. "
+        "Record more sessions a task (`openforge record --samples N`) for a firmer choice"
+    )
+
+
 def task_of(session_id: str) -> str:
     """The task of a recorded session's key (``<iteration>/<rollout id>``); the key itself if it names none."""
     try:

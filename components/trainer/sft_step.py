@@ -23,7 +23,7 @@ from components.core.rollout_identity import trajectory_file
 from components.core.storage import ArtifactStore, LocalStore, RunLayout, put_dir
 from components.core.trajectory import RecordedCall, TrajectoryError, latest_attempt, read_session
 from components.reward.scoring import GRADED_STATUSES, judged_attempt
-from components.trainer.sft import SftError, SftReport, sft_update
+from components.trainer.sft import SftError, SftReport, held_out_shortfall, sft_update
 from components.trainer.text_calls import TextCallError, with_student_tokens
 
 
@@ -105,6 +105,9 @@ def sft_from_store(config: ExperimentConfig, store: ArtifactStore) -> tuple[SftR
             )  # fmt: skip
             save_checkpoint(model, base, out, info | {"epoch": report.chosen_epoch})
         report.left_out = dict(left_out)
+        shortfall = held_out_shortfall(report.sessions, len(report.held_out_sessions), sft.held_out)
+        if shortfall:
+            print(f"warning: {shortfall}", flush=True)
         put_dir(store, layout.sft_checkpoint(), out)
     # json.dumps, not model_dump_json: veRL's report has NaN token accuracies, which pydantic
     # would write as null and then refuse to read back; NaN reads back as NaN.

@@ -10,7 +10,7 @@ import torch
 
 from components.core.config import AlgorithmConfig
 from components.core.trajectory import RecordedCall
-from components.trainer.sft import SftError, split_sessions, sft_update
+from components.trainer.sft import SftError, held_out_shortfall, split_sessions, sft_update
 
 FILES = ["notes.txt", "poem.md", "data.csv", "todo.list", "report.log", "words.txt"]
 SETTINGS = AlgorithmConfig(learning_rate=3e-3, micro_batch_size=4)
@@ -122,6 +122,16 @@ def test_every_task_keeps_a_training_session(seed: int) -> None:
     assert {sid.split("/")[1].rsplit("-", 1)[0] for sid in train} == {"one", "two", "three"}
     # One session a task: the share cannot be met, but something is still held out.
     assert len(split_sessions(["0/a-s0", "0/b-s0", "0/c-s0"], 0.5, seed=seed)[1]) == 1
+
+
+def test_a_held_out_share_cut_to_half_or_less_is_named_with_the_fix() -> None:
+    one_each = [f"0/task{i}-s0" for i in range(82)]
+    _, held = split_sessions(one_each, 0.2, seed=0)
+    warning = held_out_shortfall(len(one_each), len(held), 0.2)
+    assert len(held) == 1 and warning is not None
+    assert "held out 1 of 82 sessions" in warning and "asks for 16" in warning and "--samples" in warning
+    assert held_out_shortfall(80, 16, 0.2) is None and held_out_shortfall(80, 9, 0.2) is None  # met, or near it
+    assert held_out_shortfall(80, 0, 0.0) is None  # none asked for
 
 
 def test_nothing_to_learn_from_is_refused_with_the_fix(student: Path) -> None:
