@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from tests._background_installs import background_install_problem
-from tests._missing import missing
+from tests._missing import require
 
 STATUS_ENV = "OPENFORGE_GUI_PACKAGES_STATUS"
 CHROMIUM = "/usr/bin/chromium"
@@ -50,13 +50,9 @@ def desktop_problem() -> str | None:
 
 @pytest.fixture(scope="session")
 def chromium_ready() -> None:
-    problem = chromium_problem()
-    if problem:
-        missing(problem)
+    require(chromium_problem())
 
 
 @pytest.fixture(scope="session")
 def desktop_ready() -> None:
-    problem = desktop_problem()
-    if problem:
-        missing(problem)
+    require(desktop_problem())

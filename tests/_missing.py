@@ -7,8 +7,9 @@ a broken install, and a suite that skipped over it would pass without having run
 tests that needed it. Only GPU and cluster tests skip everywhere, with their reasons
 (tests/conftest.py).
 
-A test calls ``missing(reason)`` where it would have called ``pytest.skip``; a module that
-cannot run at all is marked ``needs(problem)`` (``problem`` None: nothing is missing).
+A test calls ``missing(reason)`` where it would have called ``pytest.skip``, or
+``require(problem)`` with a check's answer (None: nothing is missing); a module that cannot
+run at all is marked ``needs(problem)``, or ``needs_sandbox()``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import os
 from typing import NoReturn
 
 import pytest
-
-from components.rollout.harnesses import get_harness
 
 CI_ENV = "CI"
 
@@ -35,14 +34,30 @@ def missing(reason: str) -> NoReturn:
     pytest.skip(reason)
 
 
+def require(problem: str | None) -> None:
+    """``missing(problem)`` when there is one."""
+    if problem:
+        missing(problem)
+
+
 def needs(problem: str | None) -> pytest.MarkDecorator:
     """The mark of a test (or, as ``pytestmark``, a module) that cannot run while ``problem``
     holds; tests/conftest.py's ``pytest_runtest_setup`` calls ``missing(problem)`` for it."""
     return pytest.mark.needs(problem)
 
 
+def needs_sandbox() -> pytest.MarkDecorator:
+    """``needs`` for the sandbox runtime (bubblewrap and util-linux's namespace tools)."""
+    from pipelines.executor import sandbox_problem
+
+    problem = sandbox_problem()
+    return needs(problem and f"no sandbox here: {problem}")
+
+
 def harness_problem(name: str) -> str | None:
     """Why the harness ``name`` cannot run here (not installed at its pin), or None."""
+    from components.rollout.harnesses import get_harness
+
     adapter = get_harness(name)
     if adapter.is_installed():
         return None
@@ -51,6 +66,4 @@ def harness_problem(name: str) -> str | None:
 
 def require_harness(name: str) -> None:
     """``missing`` unless the harness ``name`` is installed at its pin."""
-    problem = harness_problem(name)
-    if problem:
-        missing(problem)
+    require(harness_problem(name))

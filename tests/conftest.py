@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from tests._gui_packages import chromium_ready, desktop_ready  # noqa: F401  (fixtures for every test)
-from tests._missing import missing
+from tests._missing import missing, require
 from tests._servers import EngineServer, start_dev_engine
 
 from components.core.checkpoints import write_checkpoint_info
@@ -52,8 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """A test marked ``needs(problem)`` with a problem skips, or fails under CI=true (tests/_missing.py)."""
     for mark in item.iter_markers("needs"):
-        if mark.args and mark.args[0]:
-            missing(mark.args[0])
+        require(mark.args[0] if mark.args else None)
 
 
 @pytest.fixture(scope="session")

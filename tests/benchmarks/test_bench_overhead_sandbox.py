@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests._missing import needs
+from tests._missing import needs_sandbox
 
 from benchmarks.overhead import sandbox
-from pipelines.executor import sandbox_problem
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -18,7 +17,7 @@ def _figures(seconds: dict, skipped: str = "") -> sandbox.SandboxFigures:
     return sandbox.SandboxFigures("cmd --sandbox", "today", "abc1234", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), seconds, skipped)
 
 
-@needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")
+@needs_sandbox()
 def test_each_main_runs_under_both_runtimes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "REPEATS", 1)
     monkeypatch.setattr(sandbox, "MAINS", {"pass": sandbox.MAINS["python -c pass (isolation alone)"]})

@@ -19,17 +19,16 @@ from pathlib import Path
 
 import pytest
 import yaml
-from tests._missing import needs
+from tests._missing import needs_sandbox
 
 from components.core.checkpoints import committed_versions
 from components.core.services import openforge_argv
 from components.core.storage import RunLayout, open_store
 from components.core.tracking import RUN_TAG
 from components.core.trajectory import RecordedCall
-from pipelines.executor import sandbox_problem
 from tests.e2e._quickstart import REPO, local_quickstart
 
-pytestmark = [pytest.mark.slow, needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")]
+pytestmark = [pytest.mark.slow, needs_sandbox()]
 ROLLOUTS = 16  # the quickstart's tasks x samples per task
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 from tests._background_installs import background_install_problem
-from tests._missing import missing
+from tests._missing import require
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
@@ -54,9 +54,7 @@ def podman_here_problem() -> str | None:
 
 @pytest.fixture(scope="module")
 def podman_runs() -> None:
-    problem = podman_here_problem()
-    if problem:
-        missing(problem)
+    require(podman_here_problem())
 
 
 def _config(tmp_path: Path, name: str) -> ExperimentConfig:

@@ -23,14 +23,13 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from tests._missing import needs, require_harness
+from tests._missing import needs_sandbox, require_harness
 
 from components.core.config import ExperimentConfig
 from components.core.storage import RunLayout, open_store
-from pipelines.executor import sandbox_problem
 from pipelines.run import run_experiment
 
-pytestmark = [pytest.mark.slow, needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")]
+pytestmark = [pytest.mark.slow, needs_sandbox()]
 
 MARKER = "openforge-hostile-was-here"
 TMP_MB = 64

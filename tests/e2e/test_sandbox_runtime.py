@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
-from tests._missing import needs
+from tests._missing import needs_sandbox
 from tests.e2e.test_podman_runtime import _config, _shape
 
-from pipelines.executor import _pod_node, sandbox_problem
+from pipelines.executor import _pod_node
 from pipelines.run import run_experiment
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # ~190 s in CI on loaded cores
-@needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")
+@needs_sandbox()
 def test_sandbox_runtime_records_the_process_runtimes_trajectories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pods = []
     start = _pod_node.start_sandboxed_pod

@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 
 import pytest
-from tests._missing import needs
+from tests._missing import needs_sandbox
 
 from components.core.storage import open_store
-from pipelines.executor import ExecutorOptions, SandboxOptions, execute_workflow, sandbox_problem
+from pipelines.executor import ExecutorOptions, SandboxOptions, execute_workflow
 from pipelines.executor._channel import CHANNEL_PATH
 from tests.pipelines.executor.manifests import dag, inputs, pod, task, workflow
 
-pytestmark = needs(sandbox_problem() and f"no sandbox here: {sandbox_problem()}")
+pytestmark = needs_sandbox()
 
 # Each attempt prints what happened; "blocked" is the only good answer.
 HOSTILE = r"""
