@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install bytecode vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-free-learning bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale bench-test-time gpu-smoke clean help
+.PHONY: install bytecode vllm harnesses podman-base gui-packages sandbox-packages system-background vllm-background test run bench-proxy bench-screenshots bench-learning bench-harness-learning bench-gui-learning bench-free-learning bench-quickstart bench-probe bench-overhead bench-continuity bench-load bench-engine bench-viewer bench-scale-plan bench-scale bench-test-time gpu-smoke clean help
 
 help:
 	@echo "make run          set up and run the quickstart"
@@ -30,6 +30,7 @@ help:
 	@echo "make bench-gui-learning  pass rate by iteration inside cua-agent (tiny vision-language model) and browser-use, real vs shuffled rewards (docs/benchmarks.md)"
 	@echo "make bench-free-learning  record, SFT, then GRPO by free sampling in mini-swe-agent over 3 seeds, control and distillation beside; resumable (docs/benchmarks.md)"
 	@echo "make bench-probe     the learnability probe on the learning examples vs their measured gains (docs/benchmarks.md)"
+	@echo "make bench-quickstart  the quickstart over 20 seeds, real and shuffled rewards (docs/benchmarks.md)"
 	@echo "make bench-overhead  where the quickstart's iteration time goes (docs/benchmarks.md)"
 	@echo "make bench-continuity  training-row continuity per harness, token provenance off/on (docs/proxy.md)"
 	@echo "make bench-load      256 sessions through one proxy for 10 minutes: no lost call, flat memory (docs/reliability.md)"
@@ -140,6 +141,10 @@ bench-harness-learning: sandbox-packages $(INSTALLED) harnesses
 
 bench-gui-learning: sandbox-packages $(INSTALLED) harnesses gui-packages
 	$(BIN)/python benchmarks/bench_harness_learning.py --harness cua-agent --harness browser-use
+
+# Over 2 hours on 2 cores (40 quickstart runs): each run is stored as it ends, so running it again resumes.
+bench-quickstart: sandbox-packages $(INSTALLED)
+	$(BIN)/python benchmarks/bench_quickstart.py
 
 # Hours on 2 cores: each seed's stages are stored as they end, so running it again resumes.
 bench-free-learning: sandbox-packages $(INSTALLED) harnesses

@@ -26,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import machine_summary, now_text
+from benchmarks.doc_sections import machine_summary, now_text, replace_marked
 from benchmarks.load.client import marker_of_request
 from benchmarks.proxy import servers
 from benchmarks.proxy.runs import _tree_rss_mib
@@ -34,7 +34,7 @@ from benchmarks.proxy.stats import GROWTH_LIMIT_MIB_PER_100K, MIN_CALLS_TO_JUDGE
 
 REPO = servers.REPO
 DOC = REPO / "docs" / "reliability.md"
-BEGIN, END = "<!-- bench-load:begin -->", "<!-- bench-load:end -->"
+MARKED = "bench-load"  # the block of docs/reliability.md this benchmark rewrites
 # After warm-up the proxy's RSS may rise at most this much above its first post-warm-up sample
 # (sessions, pools and caches are all filled by then), and, over a run long enough to tell a
 # trend from the allocator's ups and downs, its fitted slope stays under bench-proxy's limit.
@@ -170,9 +170,7 @@ def section(command: str, date: str, load: str, client: dict, disk: dict, memory
 
 def write_doc(text: str, path: Path = DOC) -> None:
     """Replace what sits between the bench-load markers, keeping the rest of the page as it is now."""
-    doc = path.read_text()
-    start, end = doc.index(BEGIN) + len(BEGIN), doc.index(END)
-    path.write_text(doc[:start] + "\n" + text.rstrip("\n") + "\n" + doc[end:])
+    path.write_text(replace_marked(path.read_text(), MARKED, text))
 
 
 def main() -> int:

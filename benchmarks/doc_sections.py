@@ -132,6 +132,16 @@ def write_section(title: str, section: str, path: Path = DOC) -> None:
     path.write_text(replace_section(doc, title, section))
 
 
+def replace_marked(doc: str, name: str, text: str) -> str:
+    """``doc`` with what sits between ``<!-- name:begin -->`` and ``<!-- name:end -->`` replaced
+    by ``text``: a script's figures inside a page that is otherwise written by hand."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    if begin not in doc or end not in doc:
+        raise ValueError(f"the page has no {begin} ... {end} block: add the two markers where the figures belong")
+    start, stop = doc.index(begin) + len(begin), doc.index(end)
+    return doc[:start] + "\n" + text.rstrip("\n") + "\n" + doc[stop:]
+
+
 def write_subsection(title: str, subtitle: str, subsection: str, path: Path = DOC) -> None:
     """Replace (or append) one subsection of section ``title``, keeping the rest of ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)

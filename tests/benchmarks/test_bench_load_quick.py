@@ -87,7 +87,7 @@ def test_memory_bound_fails_past_the_limit_and_is_not_judged_on_a_short_run():
 
 def test_the_doc_section_is_replaced_between_its_markers_only(tmp_path: Path):
     doc = tmp_path / "reliability.md"
-    doc.write_text(f"# Page\n\nbefore\n{bench_load.BEGIN}\nold figures\n{bench_load.END}\nafter\n")
+    doc.write_text("# Page\n\nbefore\n<!-- bench-load:begin -->\nold figures\n<!-- bench-load:end -->\nafter\n")
     bench_load.write_doc("new figures", doc)
     bench_load.write_doc("newer figures", doc)
-    assert doc.read_text() == f"# Page\n\nbefore\n{bench_load.BEGIN}\nnewer figures\n{bench_load.END}\nafter\n"
+    assert doc.read_text() == "# Page\n\nbefore\n<!-- bench-load:begin -->\nnewer figures\n<!-- bench-load:end -->\nafter\n"
