@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal
 import typer
 
 from components.core.storage import ArtifactStore, RunLayout, open_store
-from pipelines.run_view import RunView, summary_table
+from pipelines.run_view import RunView, rise_line, summary_table
 
 # The config's pydantic models, the executor and rich load in the functions that use them:
 # `openforge --help` imports this module and needs none of them.
@@ -263,6 +263,7 @@ def _run_iterations(
     if first < total:
         tracker.finish()
     console.print(summary_table(logged, config.rollout.samples_per_task, times))
+    console.print(rise_line(logged))
     # soft_wrap: the paths and the command stay on one line, ready to copy.
     console.print(f"Artifacts and checkpoints: {store.root}/{config.name}", soft_wrap=True)
     console.print(f"See the metrics: {ui_command(config.tracking.uri, config.tracking.ui_url)}", soft_wrap=True)

@@ -222,3 +222,20 @@ def summary_table(logged: Mapping[int, Mapping[str, float]], samples_per_task: i
             f"{seconds:.0f}s" if seconds is not None else "-",
         )
     return table
+
+
+def rise_line(logged: Mapping[int, Mapping[str, float]]) -> str:
+    """The closing table's last line: whether pass@1 rose from the first iteration to the last.
+
+    It says so plainly when it did not, so that a run that learned nothing does not pass for
+    one that did."""
+    from components.core.tracking import mlflow_metric_name
+
+    key = mlflow_metric_name("pass@1")
+    rates = {iteration: values[key] for iteration, values in sorted(logged.items()) if key in values}
+    if len(rates) < 2:
+        return "One iteration with a pass rate: nothing to compare it with yet."
+    (first, a), (last, b) = next(iter(rates.items())), list(rates.items())[-1]
+    figures = f"{a:.3f} at iteration {first}, {b:.3f} at iteration {last} ({b - a:+.3f})"
+    return f"pass@1 rose: {figures}." if b > a else f"pass@1 did not rise in this run: {figures}."
+

@@ -72,3 +72,5 @@ def test_real_iterations_record_score_train_and_commit(
             assert all(c.sampling.temperature == 1.0 and c.sampling.overridden for c in calls)
         assert "reward/mean" in logged[iteration] and "train/loss" in logged[iteration]
     assert "See the metrics: mlflow ui" in out.getvalue()
+    # The closing table's last line compares the first and the last iteration, or says there is one.
+    assert ("pass@1 rose:" in out.getvalue() or "pass@1 did not rise" in out.getvalue()) == (iterations > 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.console import Console
 
 from pipelines.executor import NodeEvent, NodePhase
-from pipelines.run_view import RunView, summary_table
+from pipelines.run_view import RunView, rise_line, summary_table
 
 
 def _render(view_or_table, console: Console, out: io.StringIO) -> str:
@@ -81,6 +81,14 @@ def test_summary_table_fits_an_80_column_terminal_without_cutting_a_header() -> 
     assert max(len(line) for line in text.splitlines()) <= 80
     assert "…" not in text  # rich cuts what does not fit with an ellipsis
     assert "1,234,567" in text and "pass@16" in text
+
+
+def test_the_closing_line_says_whether_pass_at_1_rose_from_the_first_iteration_to_the_last() -> None:
+    rose = {0: {"pass_at_1": 0.5}, 1: {"pass_at_1": 0.25}, 2: {"pass_at_1": 0.9375}}
+    assert rise_line(rose) == "pass@1 rose: 0.500 at iteration 0, 0.938 at iteration 2 (+0.438)."
+    flat = {3: {"pass_at_1": 0.625}, 4: {"reward/mean": 1.0}, 5: {"pass_at_1": 0.625}}
+    assert rise_line(flat) == "pass@1 did not rise in this run: 0.625 at iteration 3, 0.625 at iteration 5 (+0.000)."
+    assert rise_line({0: {"pass_at_1": 0.5}, 1: {"reward/mean": 1.0}}).startswith("One iteration with a pass rate")
 
 
 def test_without_a_terminal_each_phase_change_and_finished_rollout_is_a_plain_line(tmp_path: Path) -> None:
