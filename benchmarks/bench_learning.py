@@ -1,211 +1,155 @@
-"""Show the pipeline learning: run examples/learning.yaml and report the reward curve.
+"""Show the pipeline learning: examples/learning.yaml over 3 seeds, against the same seeds with
+shuffled rewards.
 
     .venv/bin/python benchmarks/bench_learning.py             # the `bench-learning` make target
-    .venv/bin/python benchmarks/bench_learning.py --no-doc    # same run, docs untouched
+    .venv/bin/python benchmarks/bench_learning.py --render    # only re-render from the stored results
 
-Runs every iteration of the config (fixed seed) through ``run_experiment`` into a fresh
-store under .bench/learning/, reads each iteration's rewards back from the store
-(``rewards.json`` per rollout, ``metrics.json`` for the train figures), prints the curve,
-saves a plot, and rewrites the "Learning" section of docs/benchmarks.md. Exits 1 when the
-mean reward does not rise clearly (see ``CLEAR_GAIN`` and ``CLEAR_SIGMAS``).
+Each seed runs every iteration of the config through ``run_experiment`` twice, each time in
+a fresh store under .bench/learning/: the real run, and a control whose train step learns
+from rewards permuted within each group (``algorithm.shuffle_rewards``). A seed sets the
+run's ``seed`` and ``model.tiny_seed``. Each run's graded rollouts (the verifier's reward,
+never the control's permuted one) are stored under benchmarks/results/learning/ the moment
+it ends, so the benchmark resumes seed by seed and can span sessions; the "Learning"
+section of docs/benchmarks.md and its plot are rendered from those files alone.
+
+The verdict (benchmarks/seeds/bound.py): the mean reward of the last quarter of the
+iterations beats the first quarter's in every seed, the mean gain less a one-sided 95% t
+bound across seeds is above zero, and the control's is not. Exits 1 when it fails, 2 while
+seeds are missing.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
-import statistics
+import shutil
 import sys
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, write_section
-from benchmarks.pipeline_runs import bench_config, config_summary, run_fresh
-from benchmarks.verdict import Verdict, compare
-from components.core.config import ExperimentConfig
-from components.core.metrics import read_metrics
-from components.core.storage import ArtifactStore, RunLayout, open_store
+from benchmarks.doc_sections import DOC, REPO, write_section
+from benchmarks.pipeline_runs import config_summary
+from benchmarks.seeds.bound import SeedsVerdict, verdict
+from benchmarks.seeds.report import provenance, seed_table
+from benchmarks.seeds.results import Arm, SeedRun, stored_runs
+from components.core.config import load_config
 
 SECTION = "Learning"
 CONFIG = REPO / "examples" / "learning.yaml"
 FIGURE = REPO / "docs" / "figures" / "learning-curve.png"
-# A clear rise: the mean reward of the last iterations beats that of the first ones by at
-# least CLEAR_GAIN (absolute) and by at least CLEAR_SIGMAS standard errors of the difference.
-CLEAR_GAIN = 0.10
-CLEAR_SIGMAS = 3.0
+RESULTS = REPO / "benchmarks" / "results" / "learning"
+SEEDS = 3
+COMMAND = ".venv/bin/python benchmarks/bench_learning.py"
 
 
-@dataclass(frozen=True)
-class IterationPoint:
-    iteration: int
-    rewards: list[float]  # one per usable rollout
-    by_task: dict[str, float]  # mean reward per task
-    train: dict[str, float]  # train/* metrics of this iteration's update
-    seconds: float | None
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.rewards) if self.rewards else math.nan
-
-    @property
-    def stderr(self) -> float:
-        return statistics.stdev(self.rewards) / math.sqrt(len(self.rewards)) if len(self.rewards) > 1 else math.nan
+def window(iterations: int) -> int:
+    """The first and the last quarter of a run, rounded, one iteration at least."""
+    return max(1, round(iterations / 4))
 
 
-def read_curve(store: ArtifactStore, name: str, logged: dict[int, dict[str, float]]) -> list[IterationPoint]:
-    """Each iteration's rewards (from the store) and iteration time (from the MLflow metrics)."""
-    layout = RunLayout(name)
-    points = []
-    for iteration in sorted(logged):
-        records = [r for r in json.loads(store.get_bytes(layout.rewards(iteration)))["records"] if r["usable"]]
-        tasks: dict[str, list[float]] = {}
-        for record in records:
-            tasks.setdefault(record["task_id"], []).append(record["reward"])
-        metrics = read_metrics(store, layout.metrics(iteration))
-        points.append(
-            IterationPoint(
-                iteration=iteration,
-                rewards=[r["reward"] for r in records],
-                by_task={task: statistics.fmean(values) for task, values in sorted(tasks.items())},
-                train={k: v for k, v in metrics.items() if k.startswith("train/")},
-                seconds=logged[iteration].get("time/iteration_s"),
-            )
-        )
-    return points
+def judge(runs: dict[Arm, dict[int, SeedRun]]) -> SeedsVerdict:
+    """Per seed with both arms stored: the mean reward's gain, last window against first."""
+    pairs = []
+    for seed in sorted(set(runs[Arm.REAL]) & set(runs[Arm.CONTROL])):
+        real, control = runs[Arm.REAL][seed], runs[Arm.CONTROL][seed]
+        size = window(len(real.iterations))
+        pairs.append((real.window_gain("reward", size), control.window_gain("reward", size)))
+    return verdict("mean reward", pairs)
 
 
-def judge(points: list[IterationPoint]) -> Verdict:
-    """Compare the first and the last quarter of the run (rounded, at least one iteration each)."""
-    window = max(1, round(len(points) / 4))
-    first = [r for p in points[:window] for r in p.rewards]
-    last = [r for p in points[-window:] for r in p.rewards]
-    return compare(first, last, window, CLEAR_GAIN, CLEAR_SIGMAS)
-
-
-def table_markdown(points: list[IterationPoint]) -> list[str]:
-    tasks = sorted({t for p in points for t in p.by_task})
-    head = ["iteration", "reward mean", "± s.e.", *tasks, "train loss", "grad norm", "entropy", "time s"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
-    for p in points:
-        cells = [
-            str(p.iteration), f"{p.mean:.3f}", f"{p.stderr:.3f}",
-            *(f"{p.by_task[t]:.3f}" if t in p.by_task else "-" for t in tasks),
-            *(f"{p.train[k]:.4f}" if k in p.train else "-" for k in ("train/loss", "train/grad_norm", "train/entropy")),
-            f"{p.seconds:.0f}" if p.seconds is not None else "-",
-        ]  # fmt: skip
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
-
-
-def save_plot(points: list[IterationPoint], path: Path) -> None:
+def save_plot(runs: dict[Arm, dict[int, SeedRun]], path: Path) -> None:
+    """Each seed's mean reward by iteration: the real runs solid, the controls dashed."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(6.5, 3.8))
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
-    steps = [p.iteration for p in points]
-    for task in sorted({t for p in points for t in p.by_task}):
-        axes.plot(steps, [p.by_task.get(task, math.nan) for p in points], alpha=0.45, linewidth=1, label=task)
-    axes.errorbar(steps, [p.mean for p in points], yerr=[p.stderr for p in points], color="black",
-                  marker="o", linewidth=2, capsize=3, label="mean (± s.e.)")  # fmt: skip
+    colors = {}
+    for arm, style in ((Arm.REAL, "-o"), (Arm.CONTROL, "--x")):
+        for seed, run in sorted(runs[arm].items()):
+            curve = [math.nan if v is None else v for v in run.curve("reward_mean")]
+            line = axes.plot(range(len(curve)), curve, style, color=colors.get(seed), label=f"seed {seed}, {arm.value}")
+            colors.setdefault(seed, line[0].get_color())
     axes.set_xlabel("iteration")
-    axes.set_ylabel("reward")
-    axes.set_title("Mean reward by iteration (examples/learning.yaml)")
+    axes.set_ylabel("mean reward")
+    axes.set_title("Mean reward by iteration, per seed (examples/learning.yaml)")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=7, ncol=2)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=110, metadata={"Software": None})  # no version stamp: the same runs give the same file
 
 
-def _setup_text(config: ExperimentConfig) -> str:
-    return (
-        f"Config: `examples/learning.yaml`: {config_summary(config)}; dense rewards, the tiny random-init CPU "
-        "model (dev engine)."
-    )
-
-
-_WHY_VOWELS = (
-    "Why vowels: the reward (share of vowels in the answer) moves only if the policy learns from it. "
-    "Rewards for repetition, which the set held before, also rise when the policy merely collapses onto a "
-    "few tokens: in an in-process simulation with this trainer, shuffling the rewards within each iteration "
-    "left the vowel reward flat (0.33-0.47 after 6-7 iterations, 3 sampling seeds) while the true rewards "
-    "raised it to 0.57-0.67 (5 of 5 seeds); shuffled rewards raised the repetition rewards as well. "
-    "`examples/learning.yaml` says more. The engine samples without a fixed seed, so two runs differ in detail."
-)
-
-
-def section_markdown(command: str, date: str, machine: str, setup: str, points: list[IterationPoint],
-                     verdict: Verdict, wall_s: float, figure: Path,
-                     load: tuple[tuple[float, ...], tuple[float, ...]] | None = None) -> str:  # fmt: skip
-    relative = os.path.relpath(figure, DOC.parent)
-    load_text = ""
-    if load is not None:
-        before, after = (", ".join(f"{v:.1f}" for v in values) for values in load)
-        load_text = f"; load average (1, 5, 15 min) {before} before the run, {after} after"
+def section_markdown(runs: dict[Arm, dict[int, SeedRun]]) -> str:
+    config = load_config(CONFIG)
+    relative = os.path.relpath(FIGURE, DOC.parent)
+    size = window(config.iterations)
     lines = [
         f"## {SECTION}",
         "",
-        f"Command: `{command}` (the `bench-learning` make target). Date: {date}. Machine: {machine}{load_text}.",
+        f"Command: `{COMMAND}` (the `bench-learning` make target); rendered from `benchmarks/results/learning/`.",
+        provenance(runs),
         "",
-        setup,
+        f"Config: `examples/learning.yaml`: {config_summary(config)}; dense rewards (the share of vowels in the "
+        "answer, which the policy writes itself: no candidates), the tiny random-init CPU model (dev engine). Each "
+        "seed sets the run's `seed` and `model.tiny_seed`; the control learns from rewards shuffled within each "
+        "group, so a rise it shares comes from something other than the reward (examples/learning.yaml says why "
+        "this reward and not a repetition one).",
         "",
-        _WHY_VOWELS,
+        *seed_table(runs, "reward_mean"),
         "",
-        f"Wall time of the whole run (`run_experiment`: every iteration, MLflow set-up, summary): {wall_s:.0f} s.",
+        "*mean reward by iteration* = the verifier's reward averaged over the iteration's graded rollouts; *rise* = "
+        "the last iteration's less the first's; *wall s* = both runs of the seed. Each seed's gain below compares the "
+        f"last {size} iteration(s) with the first {size}.",
         "",
-        *table_markdown(points),
+        f"![Mean reward by iteration, per seed]({relative})",
         "",
-        "*reward mean* = mean verifier reward over the iteration's usable rollouts (read back from each "
-        "iteration's `rewards.json` in the store); *± s.e.* its standard error; one column per task; "
-        "*train loss*, *grad norm*, *entropy* = the update made after that iteration's rollouts "
-        "(`metrics.json`); *time* = the iteration's wall time (`time/iteration_s` in MLflow).",
-        "",
-        f"![Mean reward by iteration]({relative})",
-        "",
-        f"- {verdict.text()}",
+        *judge(runs).lines(),
     ]
     return "\n".join(lines) + "\n"
 
 
-def run(config_path: Path, workdir: Path, doc: bool) -> int:
-    os.chdir(REPO)  # the config's relative task folder resolves from the repository
-    date, load_before = now_text(), os.getloadavg()
-    config = bench_config(config_path, workdir)
-    finished = run_fresh(config, workdir)
-    load = (load_before, os.getloadavg())
-    store = open_store(config.storage.uri)
-    points = read_curve(store, config.name, finished.logged)
-    verdict = judge(points)
-    print("\n".join(table_markdown(points)))
-    print(f"wall time {finished.wall_s:.0f} s")
-    print(verdict.text().replace("**", ""))
+def render(doc: bool) -> int:
+    runs = stored_runs(RESULTS)
+    section = section_markdown(runs)
+    print(section)
     if doc:
-        save_plot(points, FIGURE)
-        command = ".venv/bin/python benchmarks/bench_learning.py"
-        if config_path != CONFIG:
-            command += f" --config {os.path.relpath(config_path, REPO)}"
-        section = section_markdown(command, date, machine_summary(), _setup_text(config), points, verdict,
-                                   finished.wall_s, FIGURE, load)  # fmt: skip
+        save_plot(runs, FIGURE)
         write_section(SECTION, section)
-        print(f"wrote the {SECTION!r} section of {DOC} and {FIGURE}")
-    return 0 if verdict.clear else 1
+        _log(f"wrote the {SECTION!r} section of {DOC} and {FIGURE}")
+    judged = judge(runs)
+    return 0 if judged.ok else (1 if judged.complete else 2)
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def main() -> None:
+    from benchmarks.seeds.runs import run_missing
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", type=Path, default=CONFIG, help="experiment config (default: examples/learning.yaml)")
+    parser.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds 0..N-1 to run or resume (default {SEEDS})")
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "learning",
-                        help="store, MLflow database and executor folders; emptied first (default: .bench/learning)")
+                        help="each run's store, MLflow database and executor folders (emptied per run)")  # fmt: skip
+    parser.add_argument("--render", action="store_true", help="only render the doc section from the stored results")
+    parser.add_argument("--fresh", action="store_true", help="discard the stored results first and start over")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md or the figure")
     args = parser.parse_args()
-    sys.exit(run(args.config.resolve(), args.workdir.resolve(), doc=not args.no_doc))
+    if args.fresh:
+        shutil.rmtree(RESULTS, ignore_errors=True)
+    if not args.render:
+        os.chdir(REPO)  # the config's relative task folder resolves from the repository
+        for seed in range(args.seeds):
+            # Rendered after every seed, so a session cut short still leaves its seeds in the doc.
+            if run_missing(CONFIG, RESULTS, args.workdir.resolve(), [seed], _log) and not args.no_doc:
+                render(doc=True)
+    sys.exit(render(not args.no_doc))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from benchmarks import bench_learning as learning_bench
 from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section
 from benchmarks.harness_learning.report import section_title
 from benchmarks.pipeline_runs import bench_config
+from benchmarks.seeds.results import Arm, SeedRun, stored_runs
 from components.trainer.learnability import ProbeReport
 
 SECTION = "Learnability probe"
@@ -89,6 +90,30 @@ def measured_gain(doc: str, title: str) -> Measured:
             when = f"{made.group(1)}, {made.group(2)}" if made else section.split("Date: ", 1)[-1].split(".", 1)[0]
             return Measured(float(found.group(1)), float(found.group(2)), float(found.group(3)), quantity, when)
     raise LookupError(f"section {title!r} of {DOC} has no 'rises clearly' verdict line to read the gain from")
+
+
+def learning_gain(runs: dict[Arm, dict[int, SeedRun]]) -> Measured:
+    """bench-learning's gain, from its stored results: the real runs' rollouts of every seed
+    pooled, the first window of iterations against the last (bench_learning.window)."""
+    real = list(runs[Arm.REAL].values())
+    if not real:
+        raise LookupError(f"no bench-learning run is stored in {learning_bench.RESULTS}: run `make bench-learning` first")
+    first, last = [], []
+    for run in real:
+        size = learning_bench.window(len(run.iterations))
+        first += [r.reward for point in run.iterations[:size] for r in point.rollouts]
+        last += [r.reward for point in run.iterations[-size:] for r in point.rollouts]
+    a, b = sum(first) / len(first), sum(last) / len(last)
+    made = f"{', '.join(sorted({run.commit for run in real}))}, {min(run.date for run in real)}"
+    return Measured(round(a, 3), round(b, 3), round(b - a, 3), "mean reward", f"{made}, {len(real)} seeds")
+
+
+def gain_of(example: Example, doc: str) -> Measured:
+    """What the example's benchmark measured: bench-learning's stored results, or the others'
+    section of the page until they store theirs."""
+    if example.section == learning_bench.SECTION:
+        return learning_gain(stored_runs(learning_bench.RESULTS))
+    return measured_gain(doc, example.section)
 
 
 def spearman(xs: list[float], ys: list[float]) -> float | None:
@@ -253,7 +278,7 @@ def run(names: list[str], workdir: Path, doc: bool, reuse: bool = False) -> int:
     text = DOC.read_text()
     rows, failed = [], {}
     for example in (e for e in EXAMPLES if e.name in names):
-        measured = measured_gain(text, example.section)
+        measured = gain_of(example, text)
         _log(f"{example.name}: probing {example.config.relative_to(REPO)} in {workdir / example.name}")
         try:
             report, seconds = stored_probe(example, workdir) if reuse else probe_example(example, workdir)

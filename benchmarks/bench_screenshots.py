@@ -32,7 +32,7 @@ import orjson
 from benchmarks.doc_sections import DOC, machine_summary, now_text, write_section
 from benchmarks.proxy import servers, stats
 from benchmarks.proxy.image_check import ImageCheck, check_images
-from benchmarks.proxy.runs import CellRun, Plan, check_recording, run_matrix
+from benchmarks.proxy.runs import Plan, check_recording, run_matrix
 from benchmarks.proxy.screenshots import ScreenshotPlan, png_screenshot
 
 SECTION_TITLE = "Recording proxy with screenshots"

@@ -161,7 +161,7 @@ def section_markdown(info: RunInfo, quickstart: list[Split], sweep: list[SweepPo
         "",
         _DEFINITION,
         "",
-        f"### Quickstart: where each iteration's time goes",
+        "### Quickstart: where each iteration's time goes",
         "",
         quickstart_text,
         "",

@@ -41,6 +41,7 @@ class IterationResult(BaseModel):
     rollouts: list[GradedRollout]  # graded ones only (rollout-id order): infrastructure failures say nothing of the policy
     trained_tokens: float | None  # batch/trained_tokens of the update that followed
     wall_s: float | None  # time/iteration_s
+    train: dict[str, float] = {}  # the update's train/* metrics (loss, grad norm, entropy, ...)
 
     @property
     def pass_rate(self) -> float | None:
@@ -72,6 +73,16 @@ class SeedRun(BaseModel):
         a, b = getattr(first, quantity), getattr(last, quantity)
         return None if a is None or b is None else b - a
 
+    def window_gain(self, quantity: str, window: int) -> float | None:
+        """The mean per-rollout ``reward`` or ``passed`` of the last ``window`` iterations less
+        that of the first ``window``: a steadier gain than one iteration's against another's."""
+        def mean(points: list[IterationResult]) -> float | None:
+            values = [float(getattr(r, quantity)) for p in points for r in p.rollouts]
+            return statistics.fmean(values) if values else None
+
+        a, b = mean(self.iterations[:window]), mean(self.iterations[-window:])
+        return None if a is None or b is None else b - a
+
 
 def read_iterations(store: ArtifactStore, name: str, logged: Mapping[int, Mapping[str, float]]) -> list[IterationResult]:
     """Every logged iteration of run ``name``, its graded rollouts read back from the store."""
@@ -101,6 +112,7 @@ def read_iterations(store: ArtifactStore, name: str, logged: Mapping[int, Mappin
                 rollouts=rollouts,
                 trained_tokens=metrics.get("batch/trained_tokens"),
                 wall_s=logged[iteration].get("time/iteration_s"),
+                train={k: v for k, v in metrics.items() if k.startswith("train/")},
             )
         )
     return out

@@ -1,77 +1,83 @@
-"""The learning benchmark's reading and reporting, on a hand-made store (no pipeline run)."""
+"""The learning benchmark's verdict over seeds, its plot and section, rendered from stored
+results (no pipeline run)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_learning import IterationPoint, judge, read_curve, save_plot, section_markdown
-from benchmarks.doc_sections import replace_section
-from components.core.storage import RunLayout, open_store
+from benchmarks import bench_learning as bench
+from benchmarks.doc_sections import DOC, replace_section
+from benchmarks.seeds.results import Arm, GradedRollout, IterationResult, SeedRun, stored_runs
 
 
-def _write_iteration(store, iteration: int, rewards: dict[str, list[float]], unusable: int = 0) -> None:
-    layout = RunLayout("learning")
-    records = [
-        {"rollout_id": f"{task}-s{i}", "task_id": task, "group_id": f"it{iteration}-{task}", "reward": r,
-         "usable": True, "status": "ok"}
-        for task, values in rewards.items() for i, r in enumerate(values)
+def _run(arm: Arm, seed: int, means: list[float]) -> SeedRun:
+    """7 iterations, each of two rollouts around ``mean``."""
+    iterations = [
+        IterationResult(
+            iteration=k,
+            rollouts=[GradedRollout(task_id="vowels", reward=m + d, passed=False) for d in (-0.01, 0.01)],
+            trained_tokens=100.0, wall_s=90.0, train={"train/loss": 0.1},
+        )
+        for k, m in enumerate(means)
     ]  # fmt: skip
-    records += [
-        {"rollout_id": f"broken-s{i}", "task_id": "broken", "group_id": f"it{iteration}-broken", "reward": 0.0,
-         "usable": False, "status": "timeout"}
-        for i in range(unusable)
-    ]  # fmt: skip
-    store.put_bytes(layout.rewards(iteration), json.dumps({"records": records, "metrics": {}}).encode())
-    metrics = {"reward/mean": 0.0, "train/loss": 0.1 * iteration, "train/grad_norm": 1.0, "batch/rows": 8.0}
-    store.put_bytes(layout.metrics(iteration), json.dumps(metrics).encode())
+    return SeedRun(arm=arm, seed=seed, commit="abc1234", date="2026-12-07 18:00 UTC", machine="2 cores",
+                   wall_s=700.0, iterations=iterations)  # fmt: skip
 
 
-def _point(iteration: int, rewards: list[float]) -> IterationPoint:
-    return IterationPoint(iteration, rewards, {"vowels": sum(rewards) / len(rewards)}, {}, 10.0)
+RISING = [0.40, 0.42, 0.45, 0.49, 0.53, 0.58, 0.64]  # windows of 2: 0.41 -> 0.61
+FLAT = [0.40, 0.41, 0.40, 0.39, 0.40, 0.41, 0.40]
 
 
-def test_read_curve_takes_usable_rewards_per_task_and_train_metrics(tmp_path: Path) -> None:
-    store = open_store(tmp_path.as_uri())
-    _write_iteration(store, 0, {"vowels": [0.4, 0.2], "vowel-song": [0.3, 0.3]}, unusable=2)
-    _write_iteration(store, 1, {"vowels": [0.8, 0.6], "vowel-song": [0.5, 0.7]})
-
-    points = read_curve(store, "learning", {0: {"time/iteration_s": 12.0}, 1: {}})
-
-    assert [p.iteration for p in points] == [0, 1]
-    assert points[0].mean == pytest.approx(0.3)  # the unusable rollouts' zeros are left out
-    assert points[0].by_task == pytest.approx({"vowel-song": 0.3, "vowels": 0.3})
-    assert points[1].by_task == pytest.approx({"vowel-song": 0.6, "vowels": 0.7})
-    assert points[1].train == {"train/loss": pytest.approx(0.1), "train/grad_norm": 1.0}
-    assert (points[0].seconds, points[1].seconds) == (12.0, None)
+def _runs(real: list[list[float]], control: list[list[float]]) -> dict[Arm, dict[int, SeedRun]]:
+    return {
+        Arm.REAL: {seed: _run(Arm.REAL, seed, m) for seed, m in enumerate(real)},
+        Arm.CONTROL: {seed: _run(Arm.CONTROL, seed, m) for seed, m in enumerate(control)},
+    }
 
 
-def test_judge_passes_a_clear_rise_and_fails_a_flat_or_noisy_one() -> None:
-    rising = [_point(k, [0.4 + 0.05 * k + d for d in (-0.02, 0.0, 0.02)]) for k in range(8)]
-    flat = [_point(k, [0.4, 0.42, 0.38]) for k in range(8)]
-    noisy = [_point(k, [0.1, 0.9] if k < 6 else [0.3, 1.0, 0.65]) for k in range(8)]
-
-    assert judge(rising).clear and judge(rising).window == 2
-    assert judge(rising).gain == pytest.approx(0.3)
-    assert not judge(flat).clear
-    assert judge(noisy).gain > 0.1 and not judge(noisy).clear  # a gain, but within the noise
+def test_three_rising_seeds_against_flat_controls_pass() -> None:
+    judged = bench.judge(_runs([RISING, [m + 0.02 for m in RISING], [m - 0.03 for m in RISING]], [FLAT] * 3))
+    assert judged.ok and judged.real == pytest.approx((0.2, 0.2, 0.2))
+    assert "**PASS** the mean reward gains more than 0 in every seed" in "\n".join(judged.lines())
 
 
-def test_section_has_the_table_the_figure_and_the_verdict(tmp_path: Path) -> None:
-    points = [_point(k, [0.4 + 0.1 * k, 0.42 + 0.1 * k]) for k in range(4)]
-    figure = tmp_path / "figures" / "curve.png"
-    save_plot(points, figure)
-    doc_figure = Path(__file__).resolve().parents[2] / "docs" / "figures" / "learning-curve.png"
+@pytest.mark.parametrize(
+    ("real", "control"),
+    [
+        ([RISING, RISING, FLAT], [FLAT] * 3),  # one seed does not gain
+        ([RISING] * 3, [RISING, [m + 0.01 for m in RISING], [m - 0.01 for m in RISING]]),  # the control rises as much
+        ([RISING, [0.4] * 6 + [0.41], [0.4] * 6 + [0.5]], [FLAT] * 3),  # gains, but too spread for the bound
+    ],
+)
+def test_each_part_of_the_verdict_can_fail(real, control) -> None:
+    assert not bench.judge(_runs(real, control)).ok
 
-    text = section_markdown("cmd", "today", "2 cores", "setup", points, judge(points), 321.0, doc_figure)
 
+def test_fewer_than_three_seeds_are_incomplete_and_an_unpaired_seed_waits_for_its_control() -> None:
+    runs = _runs([RISING, RISING, RISING], [FLAT, FLAT])
+    judged = bench.judge(runs)
+    assert len(judged.real) == 2 and not judged.ok and not judged.complete
+    assert "**INCOMPLETE**: 2 of 3 seeds" in bench.section_markdown(runs)
+
+
+def test_the_section_has_each_seeds_curve_the_figure_and_the_verdict(tmp_path: Path) -> None:
+    runs = _runs([RISING] * 3, [FLAT] * 3)
+    figure = tmp_path / "curve.png"
+    bench.save_plot(runs, figure)
+    text = bench.section_markdown(runs)
     assert figure.read_bytes().startswith(b"\x89PNG")
-    assert text.startswith("## Learning\n")
-    assert "](figures/learning-curve.png)" in text
-    assert "| 3 | 0.710 |" in text
-    assert "**PASS** mean reward rises clearly" in text and "321 s" in text
+    assert text.startswith("## Learning\n") and "](figures/learning-curve.png)" in text
+    assert "| 2 | 0.400 → 0.420 → 0.450 → 0.490 → 0.530 → 0.580 → 0.640 | +0.240 |" in text
+    assert "over 3 seeds" in text and "**PASS** the shuffled-reward control's is not" in text
+
+
+def test_the_doc_section_is_the_stored_results_rendered() -> None:
+    """Re-rendering the stored results leaves docs/benchmarks.md as it is: a figure typed into
+    the section, or results stored without their rendering, fails here."""
+    doc = DOC.read_text()
+    assert replace_section(doc, bench.SECTION, bench.section_markdown(stored_runs(bench.RESULTS))) == doc
 
 
 def test_replacing_a_section_keeps_the_others() -> None:
