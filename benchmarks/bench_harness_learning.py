@@ -34,7 +34,7 @@ from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now
 from benchmarks.harness_learning import report
 from benchmarks.harness_learning.curve import HarnessIteration, read_run
 from benchmarks.overhead.probes import EventLog
-from benchmarks.pipeline_runs import bench_config, config_summary, run_fresh
+from benchmarks.pipeline_runs import bench_config, config_summary, decisions_text, run_fresh
 from components.core.config import ExperimentConfig
 from components.core.storage import open_store
 
@@ -70,9 +70,10 @@ def timed_run(config: ExperimentConfig, root: Path) -> tuple[list[HarnessIterati
 
 
 def setup_text(config: ExperimentConfig) -> str:
+    decides = f"; {decisions_text(config)}" if config.engine.dev_mode == "choice" else ""
     return (
         f"Config: `examples/{EXAMPLES[config.harness.name]}.yaml`: {config_summary(config)}; the dev engine in "
-        f"`{config.engine.dev_mode}` mode. Iterations, samples per task and seeded sampling are the benchmark's."
+        f"`{config.engine.dev_mode}` mode{decides}. Iterations, samples per task and seeded sampling are the benchmark's."
     )
 
 

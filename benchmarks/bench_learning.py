@@ -95,7 +95,7 @@ def section_markdown(runs: dict[Arm, dict[int, SeedRun]]) -> str:
         f"Command: `{COMMAND}` (the `bench-learning` make target); rendered from `benchmarks/results/learning/`.",
         provenance(runs),
         "",
-        f"Config: `examples/learning.yaml`: {config_summary(config)}; dense rewards (the share of vowels in the "
+        f"Config: `examples/learning.yaml`: {config_summary(config, seeded=True)}; dense rewards (the share of vowels in the "
         "answer, which the policy writes itself: no candidates), the tiny random-init CPU model (dev engine). Each "
         "seed sets the run's `seed` and `model.tiny_seed`; the control learns from rewards shuffled within each "
         "group, so a rise it shares comes from something other than the reward (examples/learning.yaml says why "

@@ -30,6 +30,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.doc_sections import DOC, REPO, replace_marked, write_section
+from benchmarks.pipeline_runs import config_summary, decisions_text
 from benchmarks.seeds.report import mean_or_none, provenance, rises, seed_table
 from benchmarks.seeds.results import Arm, SeedRun, stored_runs
 
@@ -108,15 +109,16 @@ def verdict(runs: dict[Arm, dict[int, SeedRun]], seeds: int = SEEDS) -> Quicksta
 
 
 def section_markdown(runs: dict[Arm, dict[int, SeedRun]], seeds: int = SEEDS) -> str:
-    judged = verdict(runs, seeds)
+    from components.core.config import load_config
+
+    judged, config = verdict(runs, seeds), load_config(CONFIG)
     lines = [
         f"## {SECTION}",
         "",
         f"Command: `{COMMAND}` (the `bench-quickstart` make target); rendered from `benchmarks/results/quickstart/`.",
         provenance(runs),
         "",
-        "Config: `examples/quickstart.yaml` as shipped (choice mode: each of the 4 tasks is one decision between "
-        "2 candidates, a right and a wrong command or answer; 4 samples per task, so 16 rollouts an iteration). "
+        f"Config: `examples/quickstart.yaml` as shipped: {config_summary(config, seeded=True)}; {decisions_text(config)}. "
         "Each seed sets the run's `seed` and `model.tiny_seed`; the control learns from rewards shuffled within "
         "each group. The pass rate is the verifier's verdict over the iteration's graded rollouts.",
         "",

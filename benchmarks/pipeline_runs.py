@@ -64,12 +64,39 @@ def run_fresh(config: ExperimentConfig, root: Path, console: Console | None = No
     return FinishedRun(config=config, root=root, logged=logged, wall_s=time.monotonic() - started)
 
 
-def config_summary(config: ExperimentConfig) -> str:
-    """What a benchmark's doc section says about the run: tasks, sizes, harness, GRPO settings."""
+def config_summary(config: ExperimentConfig, seeded: bool = False) -> str:
+    """What a benchmark's doc section says about the run: tasks, sizes, harness, GRPO settings
+    (and the config's seed, unless the benchmark sets one per run: ``seeded``)."""
     a, r, h = config.algorithm, config.rollout, config.harness
+    seed = "" if seeded else f"seed {config.seed}, "
     return (
-        f"tasks `{config.tasks.source}`, seed {config.seed}, {config.iterations} iterations, {r.samples_per_task} "
+        f"tasks `{config.tasks.source}`, {seed}{config.iterations} iterations, {r.samples_per_task} "
         f"samples per task, concurrency {r.concurrency}, harness `{h.name}` with {h.max_turns} model call(s) of at "
         f"most {h.max_tokens} tokens, GRPO learning rate {a.learning_rate:g}, {a.epochs} epoch(s), micro batch "
         f"{a.micro_batch_size}, loss aggregation {a.loss_agg_mode}"
+    )
+
+
+def decisions_text(config: ExperimentConfig) -> str:
+    """What the policy decides in choice mode, read from the tasks' ``choices``: decisions per
+    task and candidates per decision (a turn with one candidate is forced, not decided)."""
+    from collections import Counter
+
+    from components.rollout.tasks import load_task_set
+
+    tasks = load_task_set(config.tasks.source)
+    per_task = Counter(sum(len(turn) > 1 for turn in task.choices or []) for task in tasks)
+    per_decision = Counter(len(turn) for task in tasks for turn in task.choices or [] if len(turn) > 1)
+
+    def spread(counts: Counter, unit: str) -> str:
+        if len(counts) == 1:
+            [(value, _)] = counts.items()
+            return f"each {unit.format(value)}"
+        return ", ".join(f"{n} {unit.format(value)}" for value, n in sorted(counts.items()))
+
+    decisions = sum(per_decision.values())
+    return (
+        f"in choice mode the policy draws among the candidate turns its tasks list: {len(tasks)} tasks, "
+        f"{spread(per_task, 'with {} decision(s)')}; {decisions} decisions, {spread(per_decision, 'between {} candidates')}. "
+        "A turn with one candidate is forced and not trained on"
     )
