@@ -22,6 +22,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from benchmarks import bench_harness_learning as harness_bench
 from benchmarks import bench_learning as learning_bench
 from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, write_section
 from benchmarks.harness_learning.report import section_title
+from benchmarks.harness_learning.report import window as harness_window
 from benchmarks.pipeline_runs import bench_config
 from benchmarks.seeds.results import Arm, SeedRun, stored_runs
 from components.trainer.learnability import ProbeReport
@@ -92,27 +94,34 @@ def measured_gain(doc: str, title: str) -> Measured:
     raise LookupError(f"section {title!r} of {DOC} has no 'rises clearly' verdict line to read the gain from")
 
 
-def learning_gain(runs: dict[Arm, dict[int, SeedRun]]) -> Measured:
-    """bench-learning's gain, from its stored results: the real runs' rollouts of every seed
-    pooled, the first window of iterations against the last (bench_learning.window)."""
+def stored_gain(runs: dict[Arm, dict[int, SeedRun]], window: Callable[[int], int], quantity: str) -> Measured:
+    """A seeded benchmark's gain from its stored results: the real runs' rollouts of every seed
+    pooled, the first ``window(iterations)`` iterations against the last."""
     real = list(runs[Arm.REAL].values())
     if not real:
-        raise LookupError(f"no bench-learning run is stored in {learning_bench.RESULTS}: run `make bench-learning` first")
+        raise LookupError("no run of it is stored under benchmarks/results/: run its benchmark first")
+    value = (lambda r: r.reward) if quantity == "mean reward" else (lambda r: float(r.passed))  # noqa: E731
     first, last = [], []
     for run in real:
-        size = learning_bench.window(len(run.iterations))
-        first += [r.reward for point in run.iterations[:size] for r in point.rollouts]
-        last += [r.reward for point in run.iterations[-size:] for r in point.rollouts]
+        size = window(len(run.iterations))
+        first += [value(r) for point in run.iterations[:size] for r in point.rollouts]
+        last += [value(r) for point in run.iterations[-size:] for r in point.rollouts]
     a, b = sum(first) / len(first), sum(last) / len(last)
     made = f"{', '.join(sorted({run.commit for run in real}))}, {min(run.date for run in real)}"
-    return Measured(round(a, 3), round(b, 3), round(b - a, 3), "mean reward", f"{made}, {len(real)} seeds")
+    return Measured(round(a, 3), round(b, 3), round(b - a, 3), quantity, f"{made}, {len(real)} seeds")
 
 
 def gain_of(example: Example, doc: str) -> Measured:
-    """What the example's benchmark measured: bench-learning's stored results, or the others'
-    section of the page until they store theirs."""
+    """What the example's benchmark measured: its stored results (bench-learning's always; a
+    harness's once it has any), else the verdict line of its section of the page."""
     if example.section == learning_bench.SECTION:
-        return learning_gain(stored_runs(learning_bench.RESULTS))
+        try:
+            return stored_gain(stored_runs(learning_bench.RESULTS), learning_bench.window, "mean reward")
+        except LookupError:
+            raise LookupError(f"no bench-learning run is stored in {learning_bench.RESULTS}: run `make bench-learning` first") from None
+    runs = stored_runs(harness_bench.results_folder(example.name))
+    if runs[Arm.REAL]:
+        return stored_gain(runs, harness_window, "pass rate")
     return measured_gain(doc, example.section)
 
 

@@ -42,6 +42,7 @@ class IterationResult(BaseModel):
     trained_tokens: float | None  # batch/trained_tokens of the update that followed
     wall_s: float | None  # time/iteration_s
     train: dict[str, float] = {}  # the update's train/* metrics (loss, grad norm, entropy, ...)
+    steps: dict[str, float] = {}  # seconds per step, from the executor's node events (harness_learning/curve.py)
 
     @property
     def pass_rate(self) -> float | None:
@@ -84,35 +85,48 @@ class SeedRun(BaseModel):
         return None if a is None or b is None else b - a
 
 
-def read_iterations(store: ArtifactStore, name: str, logged: Mapping[int, Mapping[str, float]]) -> list[IterationResult]:
-    """Every logged iteration of run ``name``, its graded rollouts read back from the store."""
+def graded_rollouts(store: ArtifactStore, layout: RunLayout, iteration: int) -> list[GradedRollout]:
+    """The graded rollouts of ``iteration`` (rollout-id order): the verifier's reward and verdict
+    of each. An infrastructure failure says nothing of the policy and is left out."""
+    report = json.loads(store.get_bytes(layout.rewards(iteration)))
+    # Under the control the records carry permuted rewards; verifier_rewards keeps the true ones.
+    truth = report.get("verifier_rewards") or {}
+    graded = sorted(
+        (r for r in report["records"] if RolloutStatus(r["status"]) in GRADED_STATUSES), key=lambda r: r["rollout_id"]
+    )
+    out = []
+    for record in graded:
+        outcome = Outcome.model_validate_json(store.get_bytes(layout.outcome(iteration, record["rollout_id"])))
+        out.append(
+            GradedRollout(
+                task_id=record["task_id"],
+                reward=truth.get(record["rollout_id"], record["reward"]),
+                passed=outcome.status is RolloutStatus.OK and bool(outcome.passed),
+            )
+        )
+    return out
+
+
+def read_iterations(
+    store: ArtifactStore,
+    name: str,
+    logged: Mapping[int, Mapping[str, float]],
+    steps: Mapping[int, dict[str, float]] | None = None,
+) -> list[IterationResult]:
+    """Every logged iteration of run ``name``, its graded rollouts read back from the store;
+    ``steps``: each iteration's seconds per step, where they were measured."""
     layout = RunLayout(name)
     out = []
     for iteration in sorted(logged):
-        report = json.loads(store.get_bytes(layout.rewards(iteration)))
-        # Under the control the records carry permuted rewards; verifier_rewards keeps the true ones.
-        truth = report.get("verifier_rewards") or {}
-        graded = sorted(
-            (r for r in report["records"] if RolloutStatus(r["status"]) in GRADED_STATUSES), key=lambda r: r["rollout_id"]
-        )
-        rollouts = []
-        for record in graded:
-            outcome = Outcome.model_validate_json(store.get_bytes(layout.outcome(iteration, record["rollout_id"])))
-            rollouts.append(
-                GradedRollout(
-                    task_id=record["task_id"],
-                    reward=truth.get(record["rollout_id"], record["reward"]),
-                    passed=outcome.status is RolloutStatus.OK and bool(outcome.passed),
-                )
-            )
         metrics = read_metrics(store, layout.metrics(iteration))
         out.append(
             IterationResult(
                 iteration=iteration,
-                rollouts=rollouts,
+                rollouts=graded_rollouts(store, layout, iteration),
                 trained_tokens=metrics.get("batch/trained_tokens"),
                 wall_s=logged[iteration].get("time/iteration_s"),
                 train={k: v for k, v in metrics.items() if k.startswith("train/")},
+                steps=(steps or {}).get(iteration, {}),
             )
         )
     return out

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.doc_sections import commit_text, machine_summary, now_text
+from benchmarks.harness_learning.curve import step_seconds
+from benchmarks.overhead.probes import EventLog
 from benchmarks.pipeline_runs import bench_config, run_fresh
 from benchmarks.seeds.results import Arm, SeedRun, read_iterations, run_path, save_run
 
@@ -39,14 +41,24 @@ def run_missing(
             config = bench_config(config_path, root, {**(overrides or {}), **seed_overrides(arm, seed)})
             date, commit, started = now_text(), commit_text(), time.monotonic()
             log(f"seed {seed}, {arm.value} run: {config.iterations} iterations, store in {root}")
-            finished = run_fresh(config, root)
+            events = EventLog()
+            with events.attached():
+                finished = run_fresh(config, root)
+            steps = {
+                iteration: step_seconds(timed, finished.logged[iteration]["time/iteration_s"])
+                for iteration, timed in events.iterations.items()
+                if "time/iteration_s" in finished.logged.get(iteration, {})
+            }
             run = SeedRun(
                 arm=arm, seed=seed, commit=commit, date=date, machine=machine_summary(),
                 wall_s=finished.wall_s,
-                iterations=read_iterations(open_store(config.storage.uri), config.name, finished.logged),
+                iterations=read_iterations(open_store(config.storage.uri), config.name, finished.logged, steps),
             )  # fmt: skip
             path = save_run(folder, run)
             made += 1
-            rates = " → ".join("-" if v is None else f"{v:.3f}" for v in run.curve("pass_rate"))
-            log(f"seed {seed}, {arm.value} run: pass rate {rates} in {time.monotonic() - started:.0f} s; stored in {path}")
+            curves = "; ".join(
+                f"{label} " + " → ".join("-" if v is None else f"{v:.3f}" for v in run.curve(quantity))
+                for quantity, label in (("pass_rate", "pass rate"), ("reward_mean", "mean reward"))
+            )
+            log(f"seed {seed}, {arm.value} run: {curves}, in {time.monotonic() - started:.0f} s; stored in {path}")
     return made

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import bench_learning
-from benchmarks.bench_probe import EXAMPLES, discordant, gain_of, learning_gain, measured_gain, spearman
+from benchmarks.bench_probe import EXAMPLES, discordant, gain_of, measured_gain, spearman, stored_gain
 from benchmarks.doc_sections import DOC
 from benchmarks.seeds.results import Arm, GradedRollout, IterationResult, SeedRun, stored_runs
 from components.trainer.learnability import Learnability, ProbeReport
@@ -43,11 +43,12 @@ def test_bench_learnings_gain_pools_the_stored_real_seeds_first_window_against_l
                    1: _learning_run(1, [0.2, 0.4, 0.5, 0.5, 0.5, 0.8, 1.0], "2026-12-07 18:00 UTC")},
         Arm.CONTROL: {0: _learning_run(0, [0.9] * 7, "2026-12-07 18:30 UTC")},
     }  # fmt: skip
-    gain = learning_gain(runs)
+    gain = stored_gain(runs, bench_learning.window, "mean reward")
     assert (gain.first, gain.last, gain.gain) == (0.35, 0.75, 0.4)
     assert gain.made == "abc1234, 2026-12-07 18:00 UTC, 2 seeds"
-    with pytest.raises(LookupError, match="make bench-learning"):
-        learning_gain({Arm.REAL: {}, Arm.CONTROL: {}})
+    assert stored_gain(runs, bench_learning.window, "pass rate").gain == 0.0  # no rollout passed
+    with pytest.raises(LookupError, match="run its benchmark first"):
+        stored_gain({Arm.REAL: {}, Arm.CONTROL: {}}, bench_learning.window, "mean reward")
 
 
 def test_every_example_has_a_measured_gain_to_compare_with() -> None:
