@@ -100,6 +100,12 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+# The tolerance docs/trainer.md states for veRL's bf16 recompute of the batch's fp32 logprobs,
+# on CPU and GPU: the mean log-perplexity gap per row, and the per-token probabilities' correlation.
+LOG_PPL_GAP_TOLERANCE = 0.05
+MIN_PROBS_CORRELATION = 0.99
+
+
 @dataclass(frozen=True)
 class VerlCpuRun:
     """One ``verl_update`` with veRL's own workers on CPU (``trainer.device: cpu``)."""
