@@ -26,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import machine_summary, now_text, replace_marked
+from benchmarks.doc_sections import commit_text, machine_summary, now_text, replace_marked
 from benchmarks.load.client import marker_of_request
 from benchmarks.proxy import servers
 from benchmarks.proxy.runs import _tree_rss_mib
@@ -35,6 +35,7 @@ from benchmarks.proxy.stats import GROWTH_LIMIT_MIB_PER_100K, MIN_CALLS_TO_JUDGE
 REPO = servers.REPO
 DOC = REPO / "docs" / "reliability.md"
 MARKED = "bench-load"  # the block of docs/reliability.md this benchmark rewrites
+RESULT = REPO / "benchmarks" / "results" / "load.json"  # the block is rendered from it alone
 # After warm-up the proxy's RSS may rise at most this much above its first post-warm-up sample
 # (sessions, pools and caches are all filled by then), and, over a run long enough to tell a
 # trend from the allocator's ups and downs, its fitted slope stays under bench-proxy's limit.
@@ -146,7 +147,9 @@ def verdicts(client: dict, disk: dict, memory: dict) -> list[dict]:
     return out
 
 
-def section(command: str, date: str, load: str, client: dict, disk: dict, memory: dict, checks: list[dict]) -> str:
+def section(raw: dict) -> str:
+    """The doc block, from the stored result alone (``RESULT``)."""
+    client, disk, memory, checks = raw["client"], raw["disk"], raw["memory"], raw["verdicts"]
     rate = client["ok"] / client["wall_s"]
     slope = (f"{memory['slope_mib_per_100k_calls']:+.2f} MiB per 100k calls ({memory['slope_mib_per_min']:+.3f} MiB/min)"
              if "slope_mib_per_min" in memory else "not measured")  # fmt: skip
@@ -162,7 +165,8 @@ def section(command: str, date: str, load: str, client: dict, disk: dict, memory
         ("proxy RSS idle / first / last / max", f"{memory['idle_mib']:.1f} / {memory['first_mib']:.1f} / {memory['last_mib']:.1f} / {memory['max_mib']:.1f} MiB"),
         ("RSS slope after warm-up", slope),
     ]  # fmt: skip
-    lines = [f"Made by `{command}` on {date}; {machine_summary()}; load average {load}.", "",
+    lines = [f"Made by `{raw['command']}` on {raw['date']}, at commit {raw['commit']}; {raw['machine']}; load average "
+             f"{raw['load']}. Rendered from `benchmarks/results/load.json`.", "",
              "| figure | value |", "|---|---|", *(f"| {a} | {b} |" for a, b in rows), ""]  # fmt: skip
     lines += [f"- **{mark[c['passed']]}** {c['target']}: {c['measured']}" for c in checks]
     return "\n".join(lines)
@@ -191,7 +195,7 @@ def main() -> int:
     shutil.rmtree(out, ignore_errors=True)
     workdir.mkdir(parents=True, exist_ok=True)
     command = " ".join([".venv/bin/python", "benchmarks/bench_load.py", *sys.argv[1:]])
-    date, load_before = now_text(), os.getloadavg()[0]
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()[0]
 
     client, samples, idle = _drive(args, workdir, out)
     _log(f"checking {client['ok']:,} completed calls against the session files")
@@ -199,14 +203,16 @@ def main() -> int:
     memory = memory_figures(samples, idle, warmup_s)
     checks = verdicts(client, disk, memory)
     load = f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
-    text = section(command, date, load, client, disk, memory, checks)
-    print(text, flush=True)
-    raw = {"command": command, "date": date, "client": client, "disk": disk, "memory": memory, "verdicts": checks,
+    raw = {"command": command, "date": date, "commit": commit, "machine": machine_summary(), "load": load,
+           "client": client, "disk": disk, "memory": memory, "verdicts": checks,
            "passed": all(c["passed"] is not False for c in checks)}  # fmt: skip
+    text = section(raw)
+    print(text, flush=True)
     (workdir / "load.json").write_text(json.dumps(raw, indent=2))
     if not args.no_doc:
+        RESULT.write_text(json.dumps(raw, indent=1) + "\n")
         write_doc(text)
-        _log(f"wrote the bench-load section of {DOC}")
+        _log(f"wrote {RESULT} and the bench-load section of {DOC}")
     if not args.keep_recordings:
         shutil.rmtree(out, ignore_errors=True)  # gigabytes on a full run; checked above
     print(json.dumps({k: raw[k] for k in ("passed", "verdicts")} | {"load_json": str(workdir / "load.json")}))

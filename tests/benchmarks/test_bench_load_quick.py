@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import bench_load
+from benchmarks.doc_sections import replace_marked
 from components.core.trajectory import RecordedCall
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict]:
     workdir = tmp_path_factory.mktemp("bench-load")
-    doc_before = bench_load.DOC.read_bytes()
+    doc_before, result_before = bench_load.DOC.read_bytes(), bench_load.RESULT.read_bytes()
     done = subprocess.run(
         [sys.executable, "benchmarks/bench_load.py", "--duration-s", "4", "--sessions", "16", "--sample-every-s", "1",
          "--no-doc", "--workdir", str(workdir)],
@@ -30,6 +31,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Comp
     )  # fmt: skip
     assert done.returncode == 0, f"quick load run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert bench_load.DOC.read_bytes() == doc_before, "--no-doc rewrote the doc"
+    assert bench_load.RESULT.read_bytes() == result_before, "--no-doc rewrote the stored result"
     assert not (workdir / "recordings").exists(), "the recordings were left behind"
     return done, json.loads((workdir / "load.json").read_text())
 
@@ -91,3 +93,12 @@ def test_the_doc_section_is_replaced_between_its_markers_only(tmp_path: Path):
     bench_load.write_doc("new figures", doc)
     bench_load.write_doc("newer figures", doc)
     assert doc.read_text() == "# Page\n\nbefore\n<!-- bench-load:begin -->\nnewer figures\n<!-- bench-load:end -->\nafter\n"
+
+
+def test_the_doc_block_is_the_stored_result_rendered():
+    """Re-rendering benchmarks/results/load.json leaves docs/reliability.md as it is: a figure
+    typed into the block, or a result stored without its rendering, fails here."""
+    doc = bench_load.DOC.read_text()
+    raw = json.loads(bench_load.RESULT.read_text())
+    assert replace_marked(doc, bench_load.MARKED, bench_load.section(raw)) == doc
+    assert raw["commit"] in doc and raw["date"] in doc
