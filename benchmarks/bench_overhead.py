@@ -37,7 +37,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import DOC, REPO, machine_summary, now_text, stamped, write_section, write_subsection
+from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, stamped, write_section, write_subsection
 from benchmarks.overhead import cli_start, engine_bound, engine_sweep, engines, overlap, report, sandbox
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
@@ -70,10 +70,10 @@ def measure(config: ExperimentConfig, root: Path) -> tuple[float, list[Split]]:
     """Run ``config`` afresh in ``root``; the run's wall time and each iteration's split."""
 
     log = EventLog()
-    # The plain process runtime, as these splits have always been measured: the sandbox's own
-    # start-up per pod is measured apart (sandbox.py), beside this runtime's.
+    # `openforge run`'s default runtime, as users run it (the sandbox on Linux); a pod's
+    # start-up under each runtime is measured apart (sandbox.py).
     with log.attached(), ProcessWatch() as watch:
-        finished = run_fresh(config, root, runtime="process")
+        finished = run_fresh(config, root)
     store = open_store(config.storage.uri)
     splits = []
     for iteration, events in sorted(log.iterations.items()):
@@ -114,7 +114,7 @@ def warm_start_seconds(repeats: int = 3) -> float:
 
 def run(workdir: Path, doc: bool) -> int:
     os.chdir(REPO)  # the configs' relative task folders resolve from the repository
-    date, load_before = now_text(), os.getloadavg()
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
     _log("quickstart: every iteration, timed")
     config = bench_config(QUICKSTART, workdir / "quickstart")
     quickstart_wall, quickstart = measure(config, workdir / "quickstart")
@@ -152,8 +152,10 @@ def run(workdir: Path, doc: bool) -> int:
     print("\n".join(engine_sweep.terminal_lines(sweep_figures)))
     print("\n".join(engine_bound.terminal_lines(bound_figures)))
     if doc:
+        from pipelines.run import DEFAULT_RUNTIME
+
         info = report.RunInfo(
-            command=COMMAND, date=date, machine=machine_summary(),
+            command=COMMAND, date=date, commit=commit, runtime=DEFAULT_RUNTIME, machine=machine_summary(),
             load_before=load_before, load_after=load_after, quickstart_wall_s=quickstart_wall, warm_start_s=warm_s,
         )  # fmt: skip
         r, h = config.rollout, config.harness

@@ -23,6 +23,8 @@ class SweepPoint:
 class RunInfo:
     command: str
     date: str
+    commit: str
+    runtime: str  # the rollout pods' runtime: `openforge run`'s default, as users run it
     machine: str
     load_before: tuple[float, float, float]  # os.getloadavg() when the benchmark started
     load_after: tuple[float, float, float]
@@ -156,7 +158,8 @@ def section_markdown(info: RunInfo, quickstart: list[Split], sweep: list[SweepPo
     lines = [
         f"## {SECTION}",
         "",
-        f"Command: `{info.command}` (the `bench-overhead` make target). Date: {info.date}. Machine: {info.machine}; "
+        f"Command: `{info.command}` (the `bench-overhead` make target). Date: {info.date}. Commit: {info.commit}. "
+        f"Rollout pods on the `{info.runtime}` runtime. Machine: {info.machine}; "
         f"load average (1, 5, 15 min) {load(info.load_before)} before the run, {load(info.load_after)} after.",
         "",
         _DEFINITION,
@@ -189,10 +192,12 @@ def section_markdown(info: RunInfo, quickstart: list[Split], sweep: list[SweepPo
         "",
         *startup_table(startup),
         "",
-        "`openforge run` does not pay these per process: it forks every `openforge` container from a warm-start "
-        "server that imported all of the above once (docs/executor.md, \"Warm starts\"); containers started "
-        "before the server is ready, early in the first iteration, start cold. A warm start of "
-        f"`openforge --help`, from the request to the process's exit: {info.warm_start_s:.3f} s (best of 3).",
+        "On the `process` runtime `openforge run` does not pay these per process: it forks every `openforge` "
+        "container from a warm-start server that imported all of the above once (docs/executor.md, \"Warm "
+        "starts\"); containers started before the server is ready, early in the first iteration, start cold. On "
+        "the `sandbox` runtime, the default, a rollout pod's containers (runner and proxy) start cold: the server "
+        "forks on the host and cannot enter a pod's namespaces. A warm start of `openforge --help`, from the "
+        f"request to the process's exit: {info.warm_start_s:.3f} s (best of 3).",
         "",
         "### Target",
         "",

@@ -99,7 +99,7 @@ def test_report_judges_orchestration_alone_and_shows_all_overhead_beside_it() ->
     under = [_split_with(0, 30.0, 6.0), _split_with(1, 30.0, 3.0)]  # 4.5% together
     sweep = [report.SweepPoint(8, 8, over[0])]
     startup = {"bare interpreter": ([], 0.05), "train": (["torch"], 4.2)}
-    info = report.RunInfo("cmd", "today", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), 250.0, 0.12)
+    info = report.RunInfo("cmd", "today", "abc1234", "sandbox", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), 250.0, 0.12)
 
     text = report.section_markdown(info, over, sweep, startup, "quickstart as shipped", "sweep")
 
@@ -109,6 +109,7 @@ def test_report_judges_orchestration_alone_and_shows_all_overhead_beside_it() ->
     assert "its largest parts: executor 46%, prepare 31%, engine start 23%" in text
     assert "| train | `torch` | 4.20 |" in text
     assert "`openforge --help`, from the request to the process's exit: 0.120 s" in text
+    assert "Commit: abc1234. Rollout pods on the `sandbox` runtime." in text
     assert report.target_met(under) and not report.target_met(over)
 
 

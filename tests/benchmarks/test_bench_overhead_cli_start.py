@@ -54,7 +54,7 @@ def test_the_quick_part_rewrites_its_subsection_and_nothing_else() -> None:
 def test_the_full_run_writes_the_subsection_last_where_the_quick_part_finds_it() -> None:
     events = IterationEvents(0.0, [TimedEvent(0.0, "prepare", "prepare", "running"), TimedEvent(10.0, "prepare", "prepare", "succeeded")])
     split = split_iteration(0, events, 10.0, [(1.0, 9.0)], {}, update_s=0.0)
-    info = report.RunInfo("cmd", "today", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), 12.0, 0.12)
+    info = report.RunInfo("cmd", "today", "abc1234", "sandbox", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), 12.0, 0.12)
     start = _start(0.2)
 
     text = report.section_markdown(info, [split], [report.SweepPoint(1, 1, split)], {}, "quickstart", "sweep", start)
