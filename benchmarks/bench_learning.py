@@ -20,12 +20,9 @@ seeds are missing.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
-import shutil
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -33,9 +30,10 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 from benchmarks.doc_sections import DOC, REPO, write_section
 from benchmarks.pipeline_runs import config_summary
-from benchmarks.seeds.bound import SeedsVerdict, verdict
+from benchmarks.seeds.bound import SeedsVerdict, judge_seeds
 from benchmarks.seeds.report import provenance, seed_table
 from benchmarks.seeds.results import Arm, SeedRun, stored_runs
+from benchmarks.seeds.runs import log_line
 from components.core.config import load_config
 
 SECTION = "Learning"
@@ -53,12 +51,7 @@ def window(iterations: int) -> int:
 
 def judge(runs: dict[Arm, dict[int, SeedRun]]) -> SeedsVerdict:
     """Per seed with both arms stored: the mean reward's gain, last window against first."""
-    pairs = []
-    for seed in sorted(set(runs[Arm.REAL]) & set(runs[Arm.CONTROL])):
-        real, control = runs[Arm.REAL][seed], runs[Arm.CONTROL][seed]
-        size = window(len(real.iterations))
-        pairs.append((real.window_gain("reward", size), control.window_gain("reward", size)))
-    return verdict("mean reward", pairs)
+    return judge_seeds(runs, "reward", "mean reward", window)
 
 
 def save_plot(runs: dict[Arm, dict[int, SeedRun]], path: Path) -> None:
@@ -114,42 +107,23 @@ def section_markdown(runs: dict[Arm, dict[int, SeedRun]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(doc: bool) -> int:
+def render(doc: bool, seeds: int = SEEDS) -> int:
+    """The section from the stored results (the verdict asks for 3 seeds whatever ``seeds`` is)."""
     runs = stored_runs(RESULTS)
     section = section_markdown(runs)
     print(section)
     if doc:
         save_plot(runs, FIGURE)
         write_section(SECTION, section)
-        _log(f"wrote the {SECTION!r} section of {DOC} and {FIGURE}")
+        log_line(f"wrote the {SECTION!r} section of {DOC} and {FIGURE}")
     judged = judge(runs)
     return 0 if judged.ok else (1 if judged.complete else 2)
 
 
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
 def main() -> None:
-    from benchmarks.seeds.runs import run_missing
+    from benchmarks.seeds.runs import seeded_main
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds 0..N-1 to run or resume (default {SEEDS})")
-    parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "learning",
-                        help="each run's store, MLflow database and executor folders (emptied per run)")  # fmt: skip
-    parser.add_argument("--render", action="store_true", help="only render the doc section from the stored results")
-    parser.add_argument("--fresh", action="store_true", help="discard the stored results first and start over")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md or the figure")
-    args = parser.parse_args()
-    if args.fresh:
-        shutil.rmtree(RESULTS, ignore_errors=True)
-    if not args.render:
-        os.chdir(REPO)  # the config's relative task folder resolves from the repository
-        for seed in range(args.seeds):
-            # Rendered after every seed, so a session cut short still leaves its seeds in the doc.
-            if run_missing(CONFIG, RESULTS, args.workdir.resolve(), [seed], _log) and not args.no_doc:
-                render(doc=True)
-    sys.exit(render(not args.no_doc))
+    seeded_main(__doc__.splitlines()[0], CONFIG, RESULTS, REPO / ".bench" / "learning", SEEDS, render)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,7 @@ when a bar fails, 2 while seeds are missing.
 
 from __future__ import annotations
 
-import argparse
-import shutil
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +30,7 @@ from benchmarks.doc_sections import DOC, REPO, replace_marked, write_section
 from benchmarks.pipeline_runs import config_summary, decisions_text
 from benchmarks.seeds.report import mean_or_none, provenance, rises, seed_table
 from benchmarks.seeds.results import Arm, SeedRun, stored_runs
+from benchmarks.seeds.runs import log_line
 
 SECTION = "Quickstart over 20 seeds"
 CONFIG = REPO / "examples" / "quickstart.yaml"
@@ -146,37 +144,15 @@ def render(doc: bool, seeds: int = SEEDS) -> int:
     if doc:
         write_section(SECTION, section)
         README.write_text(replace_marked(README.read_text(), MARKED, readme_text(runs, seeds)))
-        _log(f"wrote the {SECTION!r} section of {DOC} and the README's quote")
+        log_line(f"wrote the {SECTION!r} section of {DOC} and the README's quote")
     judged = verdict(runs, seeds)
     return 0 if judged.ok else (1 if judged.complete else 2)
 
 
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
-
 def main() -> None:
-    from benchmarks.seeds.runs import run_missing
+    from benchmarks.seeds.runs import seeded_main
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=SEEDS, help=f"seeds 0..N-1 to run or resume (default {SEEDS})")
-    parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "quickstart",
-                        help="each run's store, MLflow database and executor folders (emptied per run)")  # fmt: skip
-    parser.add_argument("--render", action="store_true", help="only render the doc section from the stored results")
-    parser.add_argument("--fresh", action="store_true", help="discard the stored results first and start over")
-    parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md or the README")
-    args = parser.parse_args()
-    if args.fresh:
-        shutil.rmtree(RESULTS, ignore_errors=True)
-    if not args.render:
-        import os
-
-        os.chdir(REPO)  # the config's relative task folder resolves from the repository
-        for seed in range(args.seeds):
-            # Rendered after every seed, so a session cut short still leaves its seeds in the doc.
-            if run_missing(CONFIG, RESULTS, args.workdir.resolve(), [seed], _log) and not args.no_doc:
-                render(doc=True, seeds=args.seeds)
-    sys.exit(render(not args.no_doc, args.seeds))
+    seeded_main(__doc__.splitlines()[0], CONFIG, RESULTS, REPO / ".bench" / "quickstart", SEEDS, render)
 
 
 if __name__ == "__main__":

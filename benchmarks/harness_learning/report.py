@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Mapping
 
 from benchmarks.harness_learning.curve import OTHER, STEPS
-from benchmarks.seeds.bound import SeedsVerdict, verdict
+from benchmarks.seeds.bound import SeedsVerdict, judge_seeds
 from benchmarks.seeds.report import provenance, seed_table
 from benchmarks.seeds.results import Arm, SeedRun
 
@@ -25,12 +25,7 @@ def window(iterations: int) -> int:
 
 def judge(runs: Runs) -> SeedsVerdict:
     """Per seed with both arms stored: the pass rate's gain, last window against first."""
-    pairs = []
-    for seed in sorted(set(runs[Arm.REAL]) & set(runs[Arm.CONTROL])):
-        real, control = runs[Arm.REAL][seed], runs[Arm.CONTROL][seed]
-        size = window(len(real.iterations))
-        pairs.append((real.window_gain("passed", size), control.window_gain("passed", size)))
-    return verdict("pass rate", pairs)
+    return judge_seeds(runs, "passed", "pass rate", window)
 
 
 def _mean(values: list[float]) -> str:

@@ -4,9 +4,10 @@ gains fail that same bound (benchmarks/verdict.py, ``seed_bound``)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from benchmarks.seeds.results import Arm, SeedRun
 from benchmarks.verdict import SeedBound, seed_bound
 
 MIN_SEEDS = 3
@@ -57,3 +58,16 @@ def verdict(quantity: str, pairs: Sequence[tuple[float | None, float | None]], m
     whose gain is unknown (an iteration with nothing graded) fails "every seed" and is left
     out of the bounds."""
     return SeedsVerdict(quantity, tuple(r for r, _ in pairs), tuple(c for _, c in pairs), min_gain)
+
+
+def judge_seeds(
+    runs: Mapping[Arm, Mapping[int, SeedRun]], quantity: str, label: str, window: Callable[[int], int]
+) -> SeedsVerdict:
+    """Per seed with both arms stored: the gain in ``quantity`` (a rollout's ``reward`` or
+    ``passed``), its last ``window(iterations)`` iterations against its first."""
+    pairs = []
+    for seed in sorted(set(runs[Arm.REAL]) & set(runs[Arm.CONTROL])):
+        real, control = runs[Arm.REAL][seed], runs[Arm.CONTROL][seed]
+        size = window(len(real.iterations))
+        pairs.append((real.window_gain(quantity, size), control.window_gain(quantity, size)))
+    return verdict(label, pairs)

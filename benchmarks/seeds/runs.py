@@ -62,3 +62,38 @@ def run_missing(
             )
             log(f"seed {seed}, {arm.value} run: {curves}, in {time.monotonic() - started:.0f} s; stored in {path}")
     return made
+
+
+def log_line(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def seeded_main(
+    description: str, config: Path, results: Path, workdir: Path, seeds: int, render: Callable[[bool, int], int]
+) -> None:
+    """A seeded benchmark's command line: run or resume seeds 0..N-1, rendering the doc after
+    each seed (a session cut short still leaves its seeds there), then exit with
+    ``render(doc, seeds)``'s code."""
+    import argparse
+    import os
+    import shutil
+    import sys
+
+    from benchmarks.doc_sections import REPO
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds 0..N-1 to run or resume (default {seeds})")
+    parser.add_argument("--workdir", type=Path, default=workdir,
+                        help="each run's store, MLflow database and executor folders (emptied per run)")  # fmt: skip
+    parser.add_argument("--render", action="store_true", help="only render the doc from the stored results")
+    parser.add_argument("--fresh", action="store_true", help="discard the stored results first and start over")
+    parser.add_argument("--no-doc", action="store_true", help="do not touch the docs")
+    args = parser.parse_args()
+    if args.fresh:
+        shutil.rmtree(results, ignore_errors=True)
+    if not args.render:
+        os.chdir(REPO)  # the config's relative task folder resolves from the repository
+        for seed in range(args.seeds):
+            if run_missing(config, results, args.workdir.resolve(), [seed], log_line) and not args.no_doc:
+                render(True, args.seeds)
+    sys.exit(render(not args.no_doc, args.seeds))

@@ -13,29 +13,20 @@ from benchmarks.doc_sections import DOC, replace_section
 from benchmarks.harness_learning.curve import step_seconds, verdicts
 from benchmarks.harness_learning.report import judge, section_markdown, window
 from benchmarks.overhead.probes import IterationEvents, TimedEvent
-from benchmarks.seeds.results import Arm, GradedRollout, IterationResult, SeedRun, stored_runs
+from benchmarks.seeds.results import Arm, SeedRun, stored_runs
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.storage import RunLayout, open_store
+from tests.benchmarks._seed_runs import both_arms, passes_run
 
 STEPS = {"prepare": 2.0, "serve start": 8.0, "rollouts": 100.0, "score": 1.0, "train": 20.0, "commit": 3.0, "other": 6.0}
 
 
-def _run(arm: Arm, seed: int, passes: list[int], rollouts: int = 16) -> SeedRun:
-    iterations = [
-        IterationResult(iteration=k, rollouts=[GradedRollout(task_id="t", reward=float(i < n), passed=i < n)
-                                               for i in range(rollouts)],
-                        trained_tokens=900.0 + k, wall_s=140.0, steps=STEPS)
-        for k, n in enumerate(passes)
-    ]  # fmt: skip
-    return SeedRun(arm=arm, seed=seed, commit="abc1234", date="2026-12-07 18:00 UTC", machine="2 cores",
-                   wall_s=1234.0, iterations=iterations)  # fmt: skip
+def _run(arm: Arm, seed: int, passes: list[int]) -> SeedRun:
+    return passes_run(arm, seed, passes, 1234.0, trained_tokens=lambda k: 900.0 + k, wall_s=140.0, steps=STEPS)
 
 
 def _runs(real: list[list[int]], control: list[list[int]]) -> dict[Arm, dict[int, SeedRun]]:
-    return {
-        Arm.REAL: {seed: _run(Arm.REAL, seed, p) for seed, p in enumerate(real)},
-        Arm.CONTROL: {seed: _run(Arm.CONTROL, seed, p) for seed, p in enumerate(control)},
-    }
+    return both_arms(real, control, _run)
 
 
 RISING, FLAT = [3, 4, 6, 8, 11, 12], [5, 6, 5, 6, 6, 5]

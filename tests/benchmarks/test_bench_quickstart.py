@@ -11,30 +11,18 @@ import pytest
 from benchmarks import bench_quickstart as bench
 from benchmarks.doc_sections import DOC, replace_marked, replace_section
 from benchmarks.seeds import runs as seed_runs
-from benchmarks.seeds.results import Arm, GradedRollout, IterationResult, SeedRun, read_iterations, save_run, stored_runs
+from benchmarks.seeds.results import Arm, SeedRun, read_iterations, save_run, stored_runs
 from components.core.outcome import Outcome, RolloutStatus
 from components.core.storage import RunLayout, open_store
+from tests.benchmarks._seed_runs import both_arms, passes_run
 
 
-def _run(arm: Arm, seed: int, passes: list[int], rollouts: int = 16) -> SeedRun:
-    iterations = [
-        IterationResult(
-            iteration=k,
-            rollouts=[GradedRollout(task_id=f"t{i % 4}", reward=float(i < n), passed=i < n) for i in range(rollouts)],
-            trained_tokens=100.0,
-            wall_s=60.0,
-        )
-        for k, n in enumerate(passes)
-    ]
-    return SeedRun(arm=arm, seed=seed, commit="abc1234", date="2026-12-07 18:00 UTC", machine="2 CPU cores",
-                   wall_s=200.0, iterations=iterations)  # fmt: skip
+def _run(arm: Arm, seed: int, passes: list[int]) -> SeedRun:
+    return passes_run(arm, seed, passes, 200.0, trained_tokens=100.0, wall_s=60.0)
 
 
 def _runs(real: list[list[int]], control: list[list[int]]) -> dict[Arm, dict[int, SeedRun]]:
-    return {
-        Arm.REAL: {seed: _run(Arm.REAL, seed, passes) for seed, passes in enumerate(real)},
-        Arm.CONTROL: {seed: _run(Arm.CONTROL, seed, passes) for seed, passes in enumerate(control)},
-    }
+    return both_arms(real, control, _run)
 
 
 def test_reading_a_run_keeps_graded_rollouts_with_the_verifiers_reward_not_the_controls(tmp_path: Path) -> None:
