@@ -37,7 +37,16 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.doc_sections import DOC, REPO, commit_text, machine_summary, now_text, stamped, write_section, write_subsection
+from benchmarks.doc_sections import (
+    DOC,
+    REPO,
+    commit_text,
+    machine_summary,
+    now_text,
+    stamped,
+    write_section_keeping_subsections,
+    write_subsection,
+)
 from benchmarks.overhead import cli_start, engine_bound, engine_sweep, engines, overlap, report, sandbox
 from benchmarks.overhead.breakdown import Split, split_iteration
 from benchmarks.overhead.probes import EventLog, ProcessWatch, model_call_spans, update_seconds
@@ -112,7 +121,10 @@ def warm_start_seconds(repeats: int = 3) -> float:
     return best
 
 
-def run(workdir: Path, doc: bool) -> int:
+def measure_breakdown(workdir: Path) -> report.Breakdown:
+    """The quickstart's iterations split, one iteration per concurrency, and start-up costs."""
+    from pipelines.run import DEFAULT_RUNTIME
+
     os.chdir(REPO)  # the configs' relative task folders resolve from the repository
     date, commit, load_before = now_text(), commit_text(), os.getloadavg()
     _log("quickstart: every iteration, timed")
@@ -131,7 +143,46 @@ def run(workdir: Path, doc: bool) -> int:
     startup = {name: (modules, startup_seconds(modules)) for name, modules in STARTUP_PROBES.items()}
     warm_s = warm_start_seconds()
     cold_help = measure_cli_start(COMMAND)
-    load_after = os.getloadavg()
+    info = report.RunInfo(
+        command=COMMAND, date=date, commit=commit, runtime=DEFAULT_RUNTIME, machine=machine_summary(),
+        load_before=load_before, load_after=os.getloadavg(), quickstart_wall_s=quickstart_wall, warm_start_s=warm_s,
+    )  # fmt: skip
+    r, h = config.rollout, config.harness
+    quickstart_text = (
+        f"`examples/quickstart.yaml` as shipped: {config.iterations} iterations, {r.samples_per_task} samples "
+        f"of each task, {r.concurrency} rollouts at once, the `{h.name}` harness with up to {h.max_turns} "
+        f"model calls of at most {h.max_tokens} tokens, the tiny CPU model on the dev engine; store and MLflow "
+        "database in `.bench/overhead/quickstart/`."
+    )
+    sweep_text = (
+        "One iteration of the quickstart (iteration 0) per concurrency, with "
+        + ", ".join(f"{s} samples per task at concurrency {c}" for c, s in SWEEP.items())
+        + " (4 tasks). *Rollout phase* = first rollout pod started to last one ended. The machine has "
+        "2 cores: each rollout runs 4 Python processes (runner, proxy sidecar, harness, verifier), so "
+        "beyond a few concurrent rollouts they queue for the CPU, not for the engine."
+    )
+    return report.Breakdown(info, quickstart, sweep, startup, quickstart_text, sweep_text, cold_help)
+
+
+def write_breakdown(breakdown: report.Breakdown) -> None:
+    """Store the breakdown's figures, then render its part of the section from them alone; the
+    subsections other parts of the benchmark wrote stay."""
+    report.save_breakdown(breakdown)
+    write_section_keeping_subsections(report.SECTION, report.load_breakdown().markdown())
+    _log(f"wrote {report.BREAKDOWN_RESULT} and the {report.SECTION!r} section of {DOC}")
+
+
+def run_breakdown(workdir: Path, doc: bool) -> int:
+    """Only the quickstart's split, the concurrency sweep and the start-up costs."""
+    breakdown = measure_breakdown(workdir)
+    print("\n".join(report.terminal_lines(breakdown.quickstart, breakdown.sweep, breakdown.startup)))
+    if doc:
+        write_breakdown(breakdown)
+    return 0 if report.target_met(breakdown.quickstart) else 1
+
+
+def run(workdir: Path, doc: bool) -> int:
+    breakdown = measure_breakdown(workdir)
     _log("the dev engine and vLLM's CPU build, side by side")
     engine_comparison = measure_engines(COMMAND, workdir)
     _log("a rollout pod's start-up, process and sandbox runtimes alternating")
@@ -143,44 +194,23 @@ def run(workdir: Path, doc: bool) -> int:
     _log("real Claude Code at concurrency 8: the engine's share of the machine")
     bound_figures = measure_engine_bound(COMMAND, workdir)
 
-    print("\n".join(report.terminal_lines(quickstart, sweep, startup)))
-    print(f"warm start of an openforge container (fork, `--help`, exit): {warm_s:.3f} s")
-    print(cli_start.terminal_line(cold_help))
+    print("\n".join(report.terminal_lines(breakdown.quickstart, breakdown.sweep, breakdown.startup)))
+    print(f"warm start of an openforge container (fork, `--help`, exit): {breakdown.info.warm_start_s:.3f} s")
+    print(cli_start.terminal_line(breakdown.cold_help))
     print("\n".join(engines.terminal_lines(engine_comparison)))
     print("\n".join(sandbox.terminal_lines(sandbox_figures)))
     print("\n".join(overlap.terminal_lines(overlap_figures)))
     print("\n".join(engine_sweep.terminal_lines(sweep_figures)))
     print("\n".join(engine_bound.terminal_lines(bound_figures)))
     if doc:
-        from pipelines.run import DEFAULT_RUNTIME
-
-        info = report.RunInfo(
-            command=COMMAND, date=date, commit=commit, runtime=DEFAULT_RUNTIME, machine=machine_summary(),
-            load_before=load_before, load_after=load_after, quickstart_wall_s=quickstart_wall, warm_start_s=warm_s,
-        )  # fmt: skip
-        r, h = config.rollout, config.harness
-        quickstart_text = (
-            f"`examples/quickstart.yaml` as shipped: {config.iterations} iterations, {r.samples_per_task} samples "
-            f"of each task, {r.concurrency} rollouts at once, the `{h.name}` harness with up to {h.max_turns} "
-            f"model calls of at most {h.max_tokens} tokens, the tiny CPU model on the dev engine; store and MLflow "
-            "database in `.bench/overhead/quickstart/`."
-        )
-        sweep_text = (
-            "One iteration of the quickstart (iteration 0) per concurrency, with "
-            + ", ".join(f"{s} samples per task at concurrency {c}" for c, s in SWEEP.items())
-            + " (4 tasks). *Rollout phase* = first rollout pod started to last one ended. The machine has "
-            "2 cores: each rollout runs 4 Python processes (runner, proxy sidecar, harness, verifier), so "
-            "beyond a few concurrent rollouts they queue for the CPU, not for the engine."
-        )
-        section = report.section_markdown(info, quickstart, sweep, startup, quickstart_text, sweep_text, cold_help)
-        write_section(report.SECTION, section)
+        write_breakdown(breakdown)
         write_subsection(report.SECTION, engines.SUBSECTION, engines.subsection_markdown(engine_comparison))
         write_subsection(report.SECTION, sandbox.SUBSECTION, sandbox.subsection_markdown(sandbox_figures))
         write_subsection(report.SECTION, overlap.SUBSECTION, overlap.subsection_markdown(overlap_figures))
         write_subsection(report.SECTION, engine_sweep.SUBSECTION, engine_sweep.subsection_markdown(sweep_figures))
         write_subsection(report.SECTION, engine_bound.SUBSECTION, engine_bound.subsection_markdown(bound_figures))
         _log(f"wrote the {report.SECTION!r} section of {DOC}")
-    return 0 if report.target_met(quickstart) else 1
+    return 0 if report.target_met(breakdown.quickstart) else 1
 
 
 def measure_cli_start(command: str) -> cli_start.CliStart:
@@ -271,6 +301,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "overhead",
                         help="stores, MLflow databases and executor folders; emptied first (default: .bench/overhead)")
     parser.add_argument("--no-doc", action="store_true", help="do not touch docs/benchmarks.md")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="measure only the quickstart's split, the concurrency sweep and the start-up costs")
     parser.add_argument("--cli-start", action="store_true", help="measure only the cold start of `openforge --help`")
     parser.add_argument("--engines", action="store_true", help="measure only the dev engine against vLLM's CPU build")
     parser.add_argument("--sandbox", action="store_true", help="measure only a rollout pod's start-up, sandboxed or not")
@@ -279,6 +311,8 @@ def main() -> None:
     parser.add_argument("--engine-bound", action="store_true",
                         help="measure only how much a faster engine could speed up real Claude Code rollouts")
     args = parser.parse_args()
+    if args.breakdown:
+        sys.exit(run_breakdown(args.workdir.resolve(), doc=not args.no_doc))
     if args.engine_bound:
         sys.exit(run_engine_bound(args.workdir.resolve(), doc=not args.no_doc))
     if args.engine_sweep:

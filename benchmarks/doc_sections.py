@@ -142,6 +142,30 @@ def replace_marked(doc: str, name: str, text: str) -> str:
     return doc[:start] + "\n" + text.rstrip("\n") + "\n" + doc[stop:]
 
 
+def _subsections(section: str) -> list[tuple[str, str]]:
+    """``section`` cut at its ``### `` headings: (title, text) pairs, the head's title empty."""
+    parts, title, lines = [], "", []
+    for line in section.splitlines(keepends=True):
+        if line.startswith("### "):
+            parts.append((title, "".join(lines)))
+            title, lines = line[4:].strip(), []
+        lines.append(line)
+    parts.append((title, "".join(lines)))
+    return parts
+
+
+def write_section_keeping_subsections(title: str, section: str, path: Path = DOC) -> None:
+    """Replace section ``title`` by ``section``, keeping (after it, in their order) the
+    subsections of the present one that ``section`` lacks: those another run of the same
+    benchmark, one part of it at a time, wrote."""
+    doc = path.read_text() if path.exists() else DOC_HEADER
+    start, end = _bounds(doc, title, 2)
+    new_titles = {t for t, _ in _subsections(section)}
+    kept = [text for t, text in _subsections(doc[start:end]) if t and t not in new_titles] if start >= 0 else []
+    merged = section.rstrip("\n") + "\n" + "".join("\n" + text.rstrip("\n") + "\n" for text in kept)
+    write_section(title, merged, path)
+
+
 def write_subsection(title: str, subtitle: str, subsection: str, path: Path = DOC) -> None:
     """Replace (or append) one subsection of section ``title``, keeping the rest of ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)

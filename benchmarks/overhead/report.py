@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
+from benchmarks.doc_sections import REPO
 from benchmarks.overhead.breakdown import EXECUTOR, PHASES, Split
 from benchmarks.overhead.cli_start import CliStart, subsection_markdown
 
 SECTION = "Pipeline overhead"
 TARGET_SHARE = 0.05
+BREAKDOWN_RESULT = REPO / "benchmarks" / "results" / "overhead-breakdown.json"
 
 
 @dataclass(frozen=True)
@@ -214,3 +217,34 @@ def terminal_lines(quickstart: list[Split], sweep: list[SweepPoint], startup: di
         *sweep_table(sweep), "", *startup_table(startup), "",
         *(line.replace("**", "") for line in verdict_lines(quickstart)),
     ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Everything the section's own part shows (its later subsections are other parts'):
+    stored in BREAKDOWN_RESULT, and the section rendered from it alone."""
+
+    info: RunInfo
+    quickstart: list[Split]
+    sweep: list[SweepPoint]
+    startup: dict[str, tuple[list[str], float]]
+    quickstart_text: str
+    sweep_text: str
+    cold_help: CliStart | None = None
+
+    def markdown(self) -> str:
+        return section_markdown(self.info, self.quickstart, self.sweep, self.startup, self.quickstart_text,
+                                self.sweep_text, self.cold_help)  # fmt: skip
+
+
+def save_breakdown(breakdown: Breakdown, path: Path = BREAKDOWN_RESULT) -> None:
+    from pydantic import TypeAdapter
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(TypeAdapter(Breakdown).dump_json(breakdown, indent=1) + b"\n")
+
+
+def load_breakdown(path: Path = BREAKDOWN_RESULT) -> Breakdown:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(Breakdown).validate_json(path.read_bytes())

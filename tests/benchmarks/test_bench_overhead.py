@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 import pipelines.run
+from benchmarks.doc_sections import DOC, write_section_keeping_subsections
 from benchmarks.overhead import report
 from benchmarks.overhead.breakdown import ENGINE_START, EXECUTOR, ROLLOUTS, split_iteration
 from benchmarks.overhead.intervals import clip, intersect, subtract, total, union
@@ -124,3 +126,27 @@ def test_nodes_of_a_nested_dag_count_as_the_same_phases() -> None:
 
     assert prefixed.overhead_by_phase == flat.overhead_by_phase
     assert (prefixed.rollouts, prefixed.rollout_phase_s) == (flat.rollouts, flat.rollout_phase_s) == (2, 35.0)
+
+
+def test_rewriting_the_section_keeps_the_subsections_other_parts_wrote(tmp_path: Path) -> None:
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text("# B\n\n## A\n\nold head\n\n### One\n\nold one\n\n### Two\n\nold two\n\n## C\n\nc\n")
+    write_section_keeping_subsections("A", "## A\n\nnew head\n\n### One\n\nnew one\n", doc)
+    assert doc.read_text() == "# B\n\n## A\n\nnew head\n\n### One\n\nnew one\n\n### Two\n\nold two\n\n## C\n\nc\n"
+
+
+def test_the_breakdown_is_stored_and_read_back_whole(tmp_path: Path) -> None:
+    split = _split_with(0, 4.0, 2.0)
+    info = report.RunInfo("cmd", "today", "abc1234", "sandbox", "2 cores", (1.0, 1.0, 1.0), (2.0, 2.0, 2.0), 250.0, 0.12)
+    breakdown = report.Breakdown(info, [split], [report.SweepPoint(8, 8, split)], {"train": (["torch"], 4.2)}, "q", "s")
+    report.save_breakdown(breakdown, tmp_path / "b.json")
+    assert report.load_breakdown(tmp_path / "b.json") == breakdown
+
+
+def test_the_doc_section_is_the_stored_breakdown_rendered(tmp_path: Path) -> None:
+    """Rendering benchmarks/results/overhead-breakdown.json into the page leaves it as it is: a
+    figure typed into the section's own part, or a result stored without its rendering, fails here."""
+    copy = tmp_path / "benchmarks.md"
+    copy.write_text(DOC.read_text())
+    write_section_keeping_subsections(report.SECTION, report.load_breakdown().markdown(), copy)
+    assert copy.read_text() == DOC.read_text()
