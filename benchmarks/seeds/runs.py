@@ -29,7 +29,7 @@ def run_missing(
     overrides: Mapping[str, Any] | None = None,
 ) -> int:
     """Run every (seed, arm) with no stored result in ``folder``, seed by seed, real arm first;
-    each run gets a fresh store in ``workdir/<arm>``. Returns how many runs it made."""
+    each run gets a fresh store in ``workdir/<arm>-seed-<seed>``. Returns how many runs it made."""
     from components.core.storage import open_store
 
     made = 0
@@ -37,7 +37,9 @@ def run_missing(
         for arm in Arm:
             if run_path(folder, arm, seed).exists():
                 continue
-            root = workdir / arm.value
+            # A folder per run: MLflow keeps its SQLite engine per URI for the process, so a
+            # database deleted and made again at the same path is read-only to it.
+            root = workdir / f"{arm.value}-seed-{seed}"
             config = bench_config(config_path, root, {**(overrides or {}), **seed_overrides(arm, seed)})
             date, commit, started = now_text(), commit_text(), time.monotonic()
             log(f"seed {seed}, {arm.value} run: {config.iterations} iterations, store in {root}")

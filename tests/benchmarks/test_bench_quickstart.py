@@ -62,7 +62,7 @@ def test_stored_runs_read_back_and_resuming_runs_only_what_is_missing(tmp_path: 
     with pytest.raises(ZeroDivisionError):
         seed_runs.run_missing(bench.CONFIG, tmp_path, tmp_path / "work", [0, 1], print)
     # seed 0 is whole and seed 1's real arm is stored: only seed 1's control runs, with shuffled rewards
-    assert started == [(1, "control")]
+    assert started == [(1, "control-seed-1")]
     assert seed_runs.seed_overrides(Arm.CONTROL, 1) == {"seed": 1, "model.tiny_seed": 1, "algorithm.shuffle_rewards": True}
 
 
