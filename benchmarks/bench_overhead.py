@@ -121,7 +121,7 @@ def warm_start_seconds(repeats: int = 3) -> float:
     return best
 
 
-def measure_breakdown(workdir: Path) -> report.Breakdown:
+def measure_breakdown(workdir: Path, command: str = COMMAND) -> report.Breakdown:
     """The quickstart's iterations split, one iteration per concurrency, and start-up costs."""
     from pipelines.run import DEFAULT_RUNTIME
 
@@ -142,9 +142,9 @@ def measure_breakdown(workdir: Path) -> report.Breakdown:
     _log("start-up costs")
     startup = {name: (modules, startup_seconds(modules)) for name, modules in STARTUP_PROBES.items()}
     warm_s = warm_start_seconds()
-    cold_help = measure_cli_start(COMMAND)
+    cold_help = measure_cli_start(command)
     info = report.RunInfo(
-        command=COMMAND, date=date, commit=commit, runtime=DEFAULT_RUNTIME, machine=machine_summary(),
+        command=command, date=date, commit=commit, runtime=DEFAULT_RUNTIME, machine=machine_summary(),
         load_before=load_before, load_after=os.getloadavg(), quickstart_wall_s=quickstart_wall, warm_start_s=warm_s,
     )  # fmt: skip
     r, h = config.rollout, config.harness
@@ -174,7 +174,7 @@ def write_breakdown(breakdown: report.Breakdown) -> None:
 
 def run_breakdown(workdir: Path, doc: bool) -> int:
     """Only the quickstart's split, the concurrency sweep and the start-up costs."""
-    breakdown = measure_breakdown(workdir)
+    breakdown = measure_breakdown(workdir, f"{COMMAND} --breakdown")
     print("\n".join(report.terminal_lines(breakdown.quickstart, breakdown.sweep, breakdown.startup)))
     if doc:
         write_breakdown(breakdown)
