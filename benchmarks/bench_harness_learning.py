@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the repository importable
@@ -59,10 +58,6 @@ HARNESS_SAMPLES = {"browser-use": 6}
 
 def samples_per_task(harness: str) -> int:
     return HARNESS_SAMPLES.get(harness, SAMPLES_PER_TASK)
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
 def config_path(harness: str) -> Path:
@@ -112,7 +107,7 @@ def section(harness: str, folder: Path | None = None) -> tuple[str, SeedsVerdict
 def run(harnesses: list[str], seeds: int, iterations: int, samples: int | None, workdir: Path, doc: bool,
         render_only: bool = False) -> int:  # fmt: skip
     """``samples``: rollouts per task for every harness (default: each harness's own)."""
-    from benchmarks.seeds.runs import run_missing
+    from benchmarks.seeds.runs import log_line, run_missing
 
     os.chdir(REPO)  # the configs' relative task folders resolve from the repository
     default = iterations == ITERATIONS and (samples is None or all(samples == samples_per_task(h) for h in harnesses))
@@ -120,12 +115,12 @@ def run(harnesses: list[str], seeds: int, iterations: int, samples: int | None, 
     for harness in harnesses:
         folder = results_folder(harness) if default else workdir / harness / "results"
         for seed in range(0 if render_only else seeds):
-            run_missing(config_path(harness), folder, workdir / harness, [seed], _log, overrides(harness, iterations, samples))
+            run_missing(config_path(harness), folder, workdir / harness, [seed], log_line, overrides(harness, iterations, samples))
         text, judged = section(harness, folder)
         print(text)
         if doc and default:
             write_section(report.section_title(harness), text)
-            _log(f"wrote the {report.section_title(harness)!r} section of {DOC}")
+            log_line(f"wrote the {report.section_title(harness)!r} section of {DOC}")
         verdicts.append(judged)
     if all(v.ok for v in verdicts):
         return 0

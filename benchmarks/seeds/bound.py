@@ -53,13 +53,6 @@ class SeedsVerdict:
         return [f"- {line}" for line in lines]
 
 
-def verdict(quantity: str, pairs: Sequence[tuple[float | None, float | None]], min_gain: float = 0.0) -> SeedsVerdict:
-    """``pairs``: (real gain, control gain) per seed with both arms stored, seed order. A seed
-    whose gain is unknown (an iteration with nothing graded) fails "every seed" and is left
-    out of the bounds."""
-    return SeedsVerdict(quantity, tuple(r for r, _ in pairs), tuple(c for _, c in pairs), min_gain)
-
-
 def judge_seeds(
     runs: Mapping[Arm, Mapping[int, SeedRun]], quantity: str, label: str, window: Callable[[int], int]
 ) -> SeedsVerdict:
@@ -70,4 +63,6 @@ def judge_seeds(
         real, control = runs[Arm.REAL][seed], runs[Arm.CONTROL][seed]
         size = window(len(real.iterations))
         pairs.append((real.window_gain(quantity, size), control.window_gain(quantity, size)))
-    return verdict(label, pairs)
+    # A seed whose gain is unknown (an iteration with nothing graded) fails "every seed" and is
+    # left out of the bounds.
+    return SeedsVerdict(label, tuple(r for r, _ in pairs), tuple(c for _, c in pairs), min_gain=0.0)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import os
+import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.doc_sections import commit_text, machine_summary, now_text
+from benchmarks.doc_sections import REPO, commit_text, machine_summary, now_text
 from benchmarks.harness_learning.curve import step_seconds
 from benchmarks.overhead.probes import EventLog
 from benchmarks.pipeline_runs import bench_config, run_fresh
@@ -76,13 +80,6 @@ def seeded_main(
     """A seeded benchmark's command line: run or resume seeds 0..N-1, rendering the doc after
     each seed (a session cut short still leaves its seeds there), then exit with
     ``render(doc, seeds)``'s code."""
-    import argparse
-    import os
-    import shutil
-    import sys
-
-    from benchmarks.doc_sections import REPO
-
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--seeds", type=int, default=seeds, help=f"seeds 0..N-1 to run or resume (default {seeds})")
     parser.add_argument("--workdir", type=Path, default=workdir,
