@@ -1,9 +1,10 @@
 """The reference harness: a small multi-turn agent with one ``shell`` tool.
 
 It is a real harness, run as its own process, that speaks OpenAI chat completions to
-whatever base URL it is given and imports nothing from OpenForge (only the standard
-library and the ``openai`` client), exactly like the third-party harnesses it stands in
-for. The loop: send the conversation with the tool; run every tool call in the
+whatever base URL it is given and imports nothing from OpenForge, exactly like the
+third-party harnesses it stands in for. It speaks HTTP with the standard library alone: importing
+the ``openai`` client costs more CPU than all the rest of its run, and every rollout of the
+quickstart and of the tests starts one. The loop: send the conversation with the tool; run every tool call in the
 workspace and append its output; stop when the model answers without a tool call or
 after ``--max-turns`` model calls; write the last answer to ``--answer-file``.
 
@@ -20,6 +21,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +47,64 @@ SHELL_TOOL = {
 }
 
 
-class EmptyResponseError(RuntimeError):
-    """A 200 answer that carries no choice: as unusable as an HTTP error."""
+# The statuses worth another try, as OpenAI's own clients retry them.
+_RETRIED_STATUSES = frozenset({408, 409, 429})
+_MAX_BACKOFF_S = 8.0
+
+
+class ModelAPIError(RuntimeError):
+    """The model API failed: an HTTP error after retries, an unreachable server, or a 200
+    answer that carries no choice or is not JSON."""
+
+
+class ChatClient:
+    """POSTs chat completions to ``{base_url}/chat/completions`` with a bearer key, retrying
+    connection errors, 408/409/429 and 5xx with exponential backoff (a ``Retry-After`` of
+    at most a minute is honoured)."""
+
+    def __init__(self, base_url: str, api_key: str, timeout_s: float, max_retries: int) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Content-Type": "application/json", "Authorization": f"Bearer {api_key}"}
+        self._timeout_s = timeout_s
+        self._max_retries = max_retries
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        data = json.dumps(body).encode()
+        for attempt in range(self._max_retries + 1):
+            last = attempt == self._max_retries
+            request = urllib.request.Request(self.url, data=data, headers=self._headers, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+                    return _json_answer(response.read())
+            except urllib.error.HTTPError as exc:
+                detail = exc.read().decode(errors="replace")[:500]
+                if last or not (exc.code in _RETRIED_STATUSES or exc.code >= 500):
+                    raise ModelAPIError(f"HTTP {exc.code}: {detail}") from exc
+                delay = _retry_after(exc.headers.get("Retry-After"))
+            except (urllib.error.URLError, OSError) as exc:  # refused, reset, timed out
+                if last:
+                    raise ModelAPIError(f"connection failed: {exc}") from exc
+                delay = None
+            time.sleep(delay if delay is not None else min(0.5 * 2**attempt, _MAX_BACKOFF_S))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _json_answer(raw: bytes) -> dict[str, Any]:
+    try:
+        answer = json.loads(raw)
+    except ValueError as exc:
+        raise ModelAPIError(f"the answer is not JSON: {raw[:200]!r}") from exc
+    if not isinstance(answer, dict) or not answer.get("choices"):
+        raise ModelAPIError("the model API answered without any choices")
+    return answer
+
+
+def _retry_after(header: str | None) -> float | None:
+    try:
+        seconds = float(header) if header is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds <= 60 else None
 
 
 def run_shell(command: str, workspace: Path, timeout_s: float, max_output_bytes: int) -> str:
@@ -92,11 +152,12 @@ def _truncate(output: bytes, limit: int) -> str:
     )
 
 
-def _tool_result(call: Any, args: argparse.Namespace) -> str:
-    if call.function.name != "shell":
-        return f"error: unknown tool {call.function.name!r}; the only tool is 'shell'"
+def _tool_result(call: dict[str, Any], args: argparse.Namespace) -> str:
+    function = call.get("function") or {}
+    if function.get("name") != "shell":
+        return f"error: unknown tool {function.get('name')!r}; the only tool is 'shell'"
     try:
-        arguments = json.loads(call.function.arguments or "{}")
+        arguments = json.loads(function.get("arguments") or "{}")
     except json.JSONDecodeError as exc:
         return f"error: tool arguments are not valid JSON ({exc}); send {{\"command\": \"...\"}}"
     command = arguments.get("command") if isinstance(arguments, dict) else None
@@ -105,19 +166,20 @@ def _tool_result(call: Any, args: argparse.Namespace) -> str:
     return run_shell(command, args.workspace, args.command_timeout_s, args.max_output_bytes)
 
 
-def _assistant_message(message: Any) -> dict[str, Any]:
+def _assistant_message(message: dict[str, Any]) -> dict[str, Any]:
     # Rebuilt field by field: echoing the whole object would send back engine-specific
     # extras (reasoning fields, token ids) that other servers reject.
-    turn: dict[str, Any] = {"role": "assistant", "content": message.content}
-    if message.tool_calls:
+    turn: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
+    if message.get("tool_calls"):
         turn["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.function.name, "arguments": c.function.arguments}}
-            for c in message.tool_calls
+            {"id": c.get("id"), "type": "function", "function": {"name": f.get("name"), "arguments": f.get("arguments")}}
+            for c in message["tool_calls"]
+            for f in [c.get("function") or {}]
         ]
     return turn
 
 
-def run_agent(client: Any, args: argparse.Namespace) -> str:
+def run_agent(client: ChatClient, args: argparse.Namespace) -> str:
     """The agent loop; returns the final answer (the last assistant text)."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -125,21 +187,20 @@ def run_agent(client: Any, args: argparse.Namespace) -> str:
     ]
     answer = ""
     for turn in range(1, args.max_turns + 1):
-        response = client.chat.completions.create(
-            model=args.model, messages=messages, tools=[SHELL_TOOL], max_tokens=args.max_tokens
+        response = client.create(
+            {"model": args.model, "messages": messages, "tools": [SHELL_TOOL], "max_tokens": args.max_tokens}
         )
-        if not response.choices:
-            raise EmptyResponseError("the model API answered without any choices")
-        message = response.choices[0].message
-        answer = message.content or ""
+        message = response["choices"][0].get("message") or {}
+        answer = message.get("content") or ""
         messages.append(_assistant_message(message))
-        if not message.tool_calls:
+        if not message.get("tool_calls"):
             print(f"turn {turn}: answered ({len(answer)} characters)", flush=True)
             return answer
-        for call in message.tool_calls:
+        for call in message["tool_calls"]:
             result = _tool_result(call, args)
-            print(f"turn {turn}: {call.function.name} -> {result.splitlines()[0]}", flush=True)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            name = (call.get("function") or {}).get("name")
+            print(f"turn {turn}: {name} -> {result.splitlines()[0]}", flush=True)
+            messages.append({"role": "tool", "tool_call_id": call.get("id"), "content": result})
     print(f"stopped after --max-turns {args.max_turns} model calls", flush=True)
     return answer
 
@@ -167,17 +228,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
-    import openai  # after parsing: `--help` and usage errors answer at once
-
-    client = openai.OpenAI(
-        base_url=args.base_url,
-        api_key=os.environ.get("OPENAI_API_KEY") or "unused",
-        timeout=args.request_timeout_s,
-        max_retries=args.max_retries,
+    client = ChatClient(
+        args.base_url, os.environ.get("OPENAI_API_KEY") or "unused", args.request_timeout_s, args.max_retries
     )
     try:
         answer = run_agent(client, args)
-    except (openai.APIError, EmptyResponseError) as exc:
+    except ModelAPIError as exc:
         print(f"reference harness: model API error from {args.base_url}: {exc}", file=sys.stderr)
         return EXIT_API_ERROR
     args.answer_file.parent.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,43 @@ def test_api_error_exits_2_with_a_message(fake_openai, tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "model API error" in result.stderr and fake.url in result.stderr
     assert not (tmp_path / "answer.txt").exists()
+
+
+def test_a_server_error_is_retried_until_it_recovers(fake_openai, tmp_path: Path) -> None:
+    fake = fake_openai([Turn(content="recovered")], fail_status=503, fail_calls=2)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    result = _run_harness(fake.base_url(), workspace, tmp_path / "answer.txt", "--max-retries", "2")
+
+    assert result.returncode == 0, result.stderr
+    assert len(fake.requests) == 3 and fake.requests[0] == fake.requests[2]
+    assert (tmp_path / "answer.txt").read_text() == "recovered"
+
+
+def test_a_refused_request_is_not_retried(fake_openai, tmp_path: Path) -> None:
+    fake = fake_openai([Turn(content="never")], fail_status=400, fail_message="prompt too long")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    result = _run_harness(fake.base_url(), workspace, tmp_path / "answer.txt", "--max-retries", "2")
+
+    assert result.returncode == 2
+    assert len(fake.requests) == 1
+    assert "HTTP 400" in result.stderr and "prompt too long" in result.stderr
+
+
+def test_an_unreachable_server_is_a_model_api_error(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+
+    result = _run_harness(url, workspace, tmp_path / "answer.txt", "--max-retries", "0")
+
+    assert result.returncode == 2
+    assert "connection failed" in result.stderr
 
 
 def test_turn_limit_ends_normally_with_the_last_text(fake_openai, tmp_path: Path) -> None:
