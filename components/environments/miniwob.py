@@ -21,10 +21,12 @@ import importlib.util
 import json
 from functools import cache
 from pathlib import Path
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from components.environments.base import EnvironmentSetupError
+
+if TYPE_CHECKING:  # aiohttp loads when a site is served: every rollout's runner imports this module
+    from aiohttp import web
 
 APP = "miniwob"
 REPORT_PATH = "/_openforge/miniwob/episode"
@@ -81,6 +83,8 @@ def new_state(task: str, seed: int) -> dict:
 
 def add_routes(task: str, seed: int, app: web.Application, state: dict) -> None:
     """Serve the pages, ``task``'s with the episode script injected, and take the script's reports."""
+    from aiohttp import web
+
     root = pages_root()
     page = (root / "miniwob" / f"{task}.html").read_text()
     config = {"seed": page_seed(seed), "episodeMaxTimeMs": EPISODE_MAX_TIME_MS, "reportUrl": REPORT_PATH}

@@ -12,10 +12,12 @@ answer (suites/answer_verify.py), not from the app's state.
 from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+if TYPE_CHECKING:  # aiohttp loads when a site is served: every rollout's runner imports this module
+    from aiohttp import web
 
 APP = "static"
 INDEX = "index.html"
@@ -51,6 +53,8 @@ def add_routes(root: Path, app: web.Application, state: dict) -> None:
 
     ``state`` (what the state endpoint returns) stays empty: static pages change nothing.
     """
+    from aiohttp import web
+
     root = root.resolve()
 
     async def page(request: web.Request) -> web.FileResponse:

@@ -12,8 +12,6 @@ import hashlib
 import hmac
 from typing import Mapping
 
-from components.proxy.errors import ProxyError
-
 SECRET_ENV = "OPENFORGE_PROXY_SECRET"  # read by `openforge proxy` and by the rollout runner
 TOKEN_PREFIX = "ofs1-"  # the version: a new derivation gets a new prefix, old tokens fail cleanly
 _KEY_HEADERS = ("x-api-key", "api-key")  # Anthropic SDK; Azure-style OpenAI clients
@@ -60,7 +58,7 @@ class SessionAuth:
         keys = presented_keys(headers)
         if not keys:
             self.refused += 1
-            raise ProxyError(
+            raise _refusal(
                 401,
                 f"this proxy requires a per-session API key: send the token for session {session_id!r} as "
                 "'Authorization: Bearer <token>', 'x-api-key' or 'api-key' "
@@ -74,7 +72,7 @@ class SessionAuth:
             matched |= hmac.compare_digest(key.encode("utf-8", "surrogatepass"), expected)
         if not matched:
             self.refused += 1
-            raise ProxyError(
+            raise _refusal(
                 403,
                 f"the API key sent is not valid for session {session_id!r}: each session has its own token; "
                 "use the one the rollout runner derived for this session",
@@ -88,3 +86,11 @@ class SessionAuth:
                 self._tokens.clear()
             token = self._tokens[session_id] = session_token(self._secret, session_id).encode("ascii")
         return token
+
+
+def _refusal(status: int, message: str, code: str) -> Exception:
+    # Imported on a refusal only: the rollout runner imports this module for session_token,
+    # and the errors module brings aiohttp, which the runner otherwise never needs.
+    from components.proxy.errors import ProxyError
+
+    return ProxyError(status, message, code=code)

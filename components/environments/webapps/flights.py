@@ -5,12 +5,14 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from html import escape
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from components.environments.webapps.goal import URL_PLACEHOLDER, Goal
 from components.environments.webapps.pages import error, options, page
 from components.environments.webapps.seeding import CITIES, person, world_rng
+
+if TYPE_CHECKING:  # aiohttp loads when a site is served, not when a rollout's runner imports the app
+    from aiohttp import web
 
 NAV = "<a href='/'>Search flights</a>"
 
@@ -87,6 +89,8 @@ def new_state() -> dict:
 
 
 def add_routes(app: web.Application, world: World, state: dict) -> None:
+    from aiohttp import web
+
     by_code = {f.code: f for f in world.flights}
     cities = list(world.cities)
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from components.environments.webapps.goal import URL_PLACEHOLDER, Goal
 from components.environments.webapps.pages import error, options, page
 from components.environments.webapps.seeding import CITIES, FIRST_NAMES, FORMATS, TOPICS, person, world_rng
+
+if TYPE_CHECKING:  # aiohttp loads when a site is served, not when a rollout's runner imports the app
+    from aiohttp import web
 
 SIZES = ("S", "M", "L", "XL")
 
@@ -66,6 +68,8 @@ def new_state() -> dict:
 
 
 def add_routes(app: web.Application, world: World, state: dict) -> None:
+    from aiohttp import web
+
     def form_page(message: str = "", values: dict | None = None, status: int = 200) -> web.Response:
         values = values or {}
         sizes = "".join(

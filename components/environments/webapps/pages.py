@@ -8,8 +8,10 @@ app's state follows exactly.
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
-from aiohttp import web
+if TYPE_CHECKING:  # aiohttp loads when a site is served, not when a rollout's runner imports the app
+    from aiohttp import web
 
 _STYLE = (
     "body{font-family:sans-serif;margin:2em;max-width:52em}table{border-collapse:collapse}"
@@ -19,6 +21,8 @@ _STYLE = (
 
 
 def page(title: str, body: str, nav: str = "", status: int = 200) -> web.Response:
+    from aiohttp import web
+
     html = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title>"
         f"<style>{_STYLE}</style></head><body><nav>{nav}</nav><h1>{escape(title)}</h1>{body}</body></html>"

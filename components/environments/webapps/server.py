@@ -15,8 +15,11 @@ import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from aiohttp import web
+if TYPE_CHECKING:  # aiohttp loads when a site is served: every rollout's runner imports this module
+    from aiohttp import web
+
 
 STATE_PATH = "/_openforge/state"
 TOKEN_HEADER = "X-OpenForge-State-Token"
@@ -47,6 +50,8 @@ class RunningApp:
 
 def serve(add_routes: Callable[[web.Application, dict], None], state: dict) -> RunningApp:
     """Start an app whose handlers ``add_routes`` registers and which records into ``state``."""
+    from aiohttp import web
+
     token = secrets.token_urlsafe(24)
     app = web.Application()
     add_routes(app, state)
@@ -81,6 +86,8 @@ def serve(add_routes: Callable[[web.Application, dict], None], state: dict) -> R
 
 
 def _state_handler(state: dict, token: str) -> Callable:
+    from aiohttp import web
+
     async def handler(request: web.Request) -> web.Response:
         peer = ipaddress.ip_address(request.remote or "0.0.0.0")
         if not peer.is_loopback:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from components.environments.webapps.goal import URL_PLACEHOLDER, Goal
 from components.environments.webapps.pages import error, page
 from components.environments.webapps.seeding import COLOURS, MATERIALS, PRODUCTS, money, person, world_rng
+
+if TYPE_CHECKING:  # aiohttp loads when a site is served, not when a rollout's runner imports the app
+    from aiohttp import web
 
 NAV = "<a href='/'>Catalogue</a><a href='/cart'>Cart</a>"
 _SEARCH = (
@@ -66,6 +68,8 @@ def new_state() -> dict:
 
 
 def add_routes(app: web.Application, world: World, state: dict) -> None:
+    from aiohttp import web
+
     by_id = {item.id: item for item in world.items}
 
     def listing(items: list[Item]) -> str:
