@@ -79,6 +79,10 @@ class RunView:
             TimeElapsedColumn(),
             console=console,
             transient=False,
+            # Redrawn on a terminal only, 4 times a second: a log gets the plain lines, and each
+            # redraw of the table costs the process that also runs the iteration's steps.
+            auto_refresh=console.is_terminal,
+            refresh_per_second=4,
         )
         self._lock = threading.Lock()
         self._rows: dict[str, TaskID] = {}
