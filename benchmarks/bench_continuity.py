@@ -1,8 +1,9 @@
 """Prefix continuity per harness, with and without the proxy's token provenance.
 
     .venv/bin/python benchmarks/bench_continuity.py             # the `bench-continuity` make target
-    .venv/bin/python benchmarks/bench_continuity.py --no-real   # simulated shapes only (about 2 minutes)
-    .venv/bin/python benchmarks/bench_continuity.py --no-doc    # same run, docs untouched
+    .venv/bin/python benchmarks/bench_continuity.py --no-real   # simulated shapes only (about 2 minutes), printed
+    .venv/bin/python benchmarks/bench_continuity.py --no-doc    # same run, printed only
+    .venv/bin/python benchmarks/bench_continuity.py --render    # the doc section from the stored result
 
 Starts the dev engine on the tiny model with the continuity script
 (``benchmarks/continuity/shapes.py``: tool calls, text before some of them, once sampled
@@ -13,18 +14,22 @@ run by the rollout runner, a few rollouts each: with that policy, with a reasoni
 (every answer thinks first, read with the ``qwen3`` reasoning parser), and Claude Code
 handing work to a subagent. Continuity is the share of calls after a session's first that
 extend a training row (``components.trainer.rows.merge_calls``); the others are branches
-(a subagent, a rewritten history) or breaks. Prints the tables and rewrites the "Token
-provenance: measured continuity" section of docs/proxy.md.
+(a subagent, a rewritten history) or breaks. Prints the tables; a full run (neither
+``--no-real`` nor ``--no-doc``) stores its raw figures in ``benchmarks/results/continuity.json``
+and rewrites the "Token provenance: measured continuity" section of docs/proxy.md from that
+stored result alone, so a test can re-render the section and compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -34,21 +39,32 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from benchmarks.continuity.measure import Continuity, run_shape
 from benchmarks.continuity.real import HARNESSES, installed, run_real
 from benchmarks.continuity.shapes import REASONING_ARGS, REASONING_SCRIPT, SCRIPT, SHAPES, SUBAGENT_SCRIPT
-from benchmarks.doc_sections import REPO, machine_summary, now_text, write_section
+from benchmarks.doc_sections import REPO, Stamp, commit_text, machine_summary, now_text, write_section
 from components.core.services import free_port, start_service
 
 SECTION = "Token provenance: measured continuity"
 DOC = REPO / "docs" / "proxy.md"
 COMMAND = ".venv/bin/python benchmarks/bench_continuity.py"
+RESULT = REPO / "benchmarks" / "results" / "continuity.json"  # the section is rendered from it alone
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=3, help="Simulated sessions per shape and setting.")
     parser.add_argument("--rollouts", type=int, default=3, help="Rollouts per real harness, policy and setting.")
-    parser.add_argument("--no-real", action="store_true", help="Skip the real harness CLIs.")
-    parser.add_argument("--no-doc", action="store_true", help="Print only; leave docs/proxy.md as it is.")
+    parser.add_argument("--no-real", action="store_true", help="Skip the real harness CLIs; store nothing.")
+    parser.add_argument("--no-doc", action="store_true", help="Print only; store nothing, leave docs/proxy.md as it is.")
+    parser.add_argument("--render", action="store_true", help="Rewrite the doc section from the stored result only.")
     args = parser.parse_args(argv)
+    if args.render:
+        if not RESULT.exists():
+            raise SystemExit(f"no stored result at {RESULT}: run {COMMAND} first")
+        text = section(json.loads(RESULT.read_text()))
+        print(text)
+        write_section(SECTION, text, DOC)
+        return 0
+    argv = sys.argv[1:] if argv is None else argv
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-continuity-") as scratch:
         work = Path(scratch)
         with _scripted_engine(work / "plain", SCRIPT) as engine:
@@ -59,10 +75,19 @@ def main(argv: list[str] | None = None) -> int:
                 real += _real("reasoning", engine.url, work, HARNESSES, args.rollouts, REASONING_ARGS)
             with _scripted_engine(work / "subagent", SUBAGENT_SCRIPT) as engine:
                 real += _real("subagent", engine.url, work, ("claude-code",), args.rollouts)
-    skipped = [] if args.no_real else [name for name in HARNESSES if not installed(name)]
-    text = _report(simulated, real, skipped, args)
+    raw = {
+        "command": " ".join([COMMAND, *argv]), "date": date, "commit": commit, "machine": machine_summary(),
+        "load_before": list(load_before), "load_after": list(os.getloadavg()),
+        "sessions": args.sessions, "rollouts": args.rollouts, "simulated": simulated, "real": real,
+        "skipped": [] if args.no_real else [name for name in HARNESSES if not installed(name)],
+    }  # fmt: skip
+    stored = json.dumps(raw, indent=1) + "\n"
+    text = section(json.loads(stored))  # what --render and the test will make of the stored file
     print(text)
-    if not args.no_doc:
+    # Only a full run is the section's figures: a partial one must not replace them.
+    if not (args.no_doc or args.no_real):
+        RESULT.parent.mkdir(parents=True, exist_ok=True)
+        RESULT.write_text(stored)
         write_section(SECTION, text, DOC)
     return 0
 
@@ -81,21 +106,21 @@ def _scripted_engine(work: Path, script: dict[str, Any], args: tuple[str, ...] =
     return start_service("engine", argv, port=port, log_dir=work / "logs", env=env, deadline_s=180)
 
 
-def _simulated(engine_url: str, work: Path, n: int) -> list[tuple[Continuity, Continuity]]:
+def _simulated(engine_url: str, work: Path, n: int) -> list[dict[str, Any]]:
     pairs = []
     for shape, driver in SHAPES.items():
-        measured = [
+        off, on = (
             asyncio.run(run_shape(shape, driver, engine_url, work / f"sim-{shape}-{on}", provenance=on, sessions=n))
             for on in (False, True)
-        ]
-        print(f"simulated {shape}: {measured[0].share:.0%} -> {measured[1].share:.0%}", flush=True)
-        pairs.append((measured[0], measured[1]))
+        )
+        print(f"simulated {shape}: {off.share:.0%} -> {on.share:.0%}", flush=True)
+        pairs.append({"off": _stored(off), "on": _stored(on)})
     return pairs
 
 
 def _real(
     policy: str, engine_url: str, work: Path, harnesses: tuple[str, ...], rollouts: int, proxy_args: tuple[str, ...] = ()
-) -> list[tuple[Continuity, Continuity, str, str]]:
+) -> list[dict[str, Any]]:
     runs = []
     for name in (h for h in harnesses if installed(h)):
         (off, off_status), (on, on_status) = (
@@ -104,8 +129,20 @@ def _real(
             for on in (False, True)
         )
         print(f"real {name}, {policy} policy: {off.share:.0%} -> {on.share:.0%} ({off_status}, {on_status})", flush=True)
-        runs.append((off, on, policy, f"{_statuses(off_status)} / {_statuses(on_status)}"))
+        runs.append({"policy": policy, "off": _stored(off), "on": _stored(on),
+                     "statuses_off": off_status, "statuses_on": on_status})  # fmt: skip
     return runs
+
+
+def _stored(result: Continuity) -> dict[str, Any]:
+    # Not dataclasses.asdict: it rebuilds a Counter from (key, count) pairs, counting the pairs.
+    return {**vars(result), "chat_reasons": dict(result.chat_reasons.most_common())}
+
+
+def _continuity(stored: dict[str, Any]) -> Continuity:
+    """A stored ``Continuity`` back; its counters keep their stored order, so ties render as measured."""
+    counters = {"branches": Counter(stored["branches"]), "chat_reasons": Counter(stored["chat_reasons"])}
+    return Continuity(**(stored | counters))
 
 
 def _statuses(statuses: list[str]) -> str:
@@ -116,9 +153,9 @@ def _reasons(result: Continuity) -> str:
     return "; ".join(f"{reason} ({count})" for reason, count in result.chat_reasons.most_common()) or "-"
 
 
-def _row(name: str, off: Continuity, on: Continuity) -> str:
+def _row(off: Continuity, on: Continuity) -> str:
     return (
-        f"| {name} | {on.sessions} | {on.calls} | {_share(off)} | {_share(on)} | {on.token_path} | {_reasons(on)} |"
+        f"| {on.shape} | {on.sessions} | {on.calls} | {_share(off)} | {_share(on)} | {on.token_path} | {_reasons(on)} |"
     )
 
 
@@ -134,37 +171,43 @@ def _share(result: Continuity) -> str:
     return f"{result.share:.0%} ({result.continued}/{result.continued + result.broken})"
 
 
-def _report(simulated: list, real: list, skipped: list[str], args: argparse.Namespace) -> str:
+def section(raw: dict[str, Any]) -> str:
+    """The doc section, from the stored result alone (``RESULT``)."""
+    stamp = Stamp(*(raw[f.name] for f in dataclasses.fields(Stamp)))
     lines = [
         f"## {SECTION}",
         "",
-        f"Made by `{COMMAND}{' --no-real' if args.no_real else ''}` on {now_text()}; {machine_summary()}.",
+        f"{stamp.stamp_line()} Rendered from `benchmarks/results/continuity.json`.",
         "Continuity: the share of calls after a session's first that extend the previous call's",
         "training row (calls continued / calls judged), with token provenance off, then on; the",
         "last two columns are about the runs with it on. Engine: the dev engine on the tiny model",
         "playing `benchmarks/continuity/shapes.py`'s script (text before two of the tool calls, 24",
         "tokens of it sampled by the model; a short sampled final answer).",
         "",
-        f"Simulated harness shapes, {args.sessions} sessions each (`benchmarks/continuity/shapes.py`):",
+        f"Simulated harness shapes, {raw['sessions']} sessions each (`benchmarks/continuity/shapes.py`):",
         "",
         "| shape | sessions | calls | without provenance | with provenance | token-path calls | chat-path calls, why |",
         "|---|---|---|---|---|---|---|",
-        *(_row(off.shape, off, on) for off, on in simulated),
+        *(_row(_continuity(pair["off"]), _continuity(pair["on"])) for pair in raw["simulated"]),
     ]
-    if real:
+    if raw["real"]:
         lines += [
             "",
-            f"Real harness CLIs at their pinned versions, {args.rollouts} rollouts each "
+            f"Real harness CLIs at their pinned versions, {raw['rollouts']} rollouts each "
             "(`benchmarks/continuity/real.py`); the branch, break and token columns are about the runs with "
             "provenance on:",
             "",
             "| harness | policy | sessions | calls | without provenance | with provenance | branches | breaks "
             "| sampled tokens in rows / recorded | token-path calls | chat-path calls, why | rollouts (off / on) |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|",
-            *(_real_row(off, on, policy, status) for off, on, policy, status in real),
+            *(
+                _real_row(_continuity(run["off"]), _continuity(run["on"]), run["policy"],
+                          f"{_statuses(run['statuses_off'])} / {_statuses(run['statuses_on'])}")  # fmt: skip
+                for run in raw["real"]
+            ),
         ]
-    if skipped:
-        lines += ["", f"Not installed, so not run: {', '.join(skipped)} (`make harnesses`)."]
+    if raw["skipped"]:
+        lines += ["", f"Not installed, so not run: {', '.join(raw['skipped'])} (`make harnesses`)."]
     return "\n".join(lines + ["", *_READING]) + "\n"
 
 
