@@ -2,7 +2,8 @@
 
 The quick run starts real servers on loopback and makes a few thousand calls in a few
 seconds; it checks that the benchmark measures and that the proxy recorded every call
-it answered, not how fast anything is (no timing assertions).
+it answered, not how fast anything is (no timing assertions). The doc section is checked
+against the stored result it is rendered from.
 """
 
 from __future__ import annotations
@@ -15,20 +16,32 @@ from pathlib import Path
 import pytest
 from tests._missing import missing
 
-from benchmarks.proxy import report, servers, stats
+from benchmarks import bench_proxy
+from benchmarks.doc_sections import DOC, replace_section
+from benchmarks.proxy import servers, stats
 from benchmarks.proxy.loadgen import LoadResult
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _own_section(doc: str) -> str:
+    """This benchmark's section of ``doc``: other benchmarks may rewrite theirs meanwhile."""
+    start = doc.index(f"\n## {bench_proxy.TITLE}\n")
+    end = doc.find("\n## ", start + 1)
+    return doc[start:] if end < 0 else doc[start:end]
+
+
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict]:
     workdir = tmp_path_factory.mktemp("bench-proxy")
+    section_before, result_before = _own_section(DOC.read_text()), bench_proxy.RESULT.read_bytes()
     done = subprocess.run(
         [sys.executable, "benchmarks/bench_proxy.py", "--quick", "--skip-litellm", "--workdir", str(workdir)],
         cwd=REPO, capture_output=True, text=True, timeout=240,
     )
     assert done.returncode == 0, f"quick benchmark failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert _own_section(DOC.read_text()) == section_before, "--quick rewrote the doc section"
+    assert bench_proxy.RESULT.read_bytes() == result_before, "--quick rewrote the stored result"
     return done, json.loads((workdir / "proxy.json").read_text())
 
 
@@ -98,20 +111,34 @@ def test_throughput_target_fails_below_twice_litellm():
     assert verdicts["throughput at 64 clients >= 2x LiteLLM (streaming)"].passed is None
 
 
-def test_doc_section_carries_the_command_the_table_and_every_verdict():
+def test_doc_section_carries_the_stamp_the_table_and_every_verdict():
     cells = [
         stats.pool(variant, stream, 1, [_result(latency, 1.0, stream)], 0.001)
         for stream in (False, True) for variant, latency in ((stats.DIRECT, 0.3), (stats.OURS, 0.8))
     ]
-    rows = stats.rows(cells)
-    verdicts = stats.verdicts(rows, None, None)
-    info = report.RunInfo(command="make it", date="today", machine="two cores", load="1.0", priority="normal",
-                          litellm="left out", plan="a plan.")
-    section = report.section_markdown(info, rows, None, None, verdicts)
+    verdicts = stats.verdicts(stats.rows(cells), None, None)
+    raw = {"command": "make it", "date": "today", "commit": "abc1234", "machine": "two cores", "load": "1.0",
+           "priority": "normal", "litellm": "left out", "plan": bench_proxy.QUICK.model_dump(),
+           "cells": [c.model_dump() for c in cells], "memory": None, "recording": None,
+           "verdicts": [v.model_dump() for v in verdicts]}  # fmt: skip
+    section = bench_proxy.section(json.loads(json.dumps(raw)))  # as stored: the plan's keys become strings
     assert section.startswith("## Recording proxy\n")
-    assert "`make it`" in section and "today" in section and "two cores" in section
+    assert "`make it`" in section and "today" in section and "abc1234" in section and "two cores" in section
+    assert "Rendered from `benchmarks/results/proxy.json`." in section
     assert section.count("| OpenForge proxy |") == 2
     assert "| no | 1 | OpenForge proxy | 2 | 0.800 | 0.800 | +0.500 |" in section
     for verdict in verdicts:
         assert verdict.target in section
     assert "**PASS** added p50 latency < 1 ms at 1 client (non-streaming): +0.500 ms" in section
+    assert "100 calls at 1 client, 300 calls at 64 clients" in section
+    assert "0.500 ms inside the 1 ms target at the tighter" in section
+
+
+def test_the_doc_section_is_the_stored_result_rendered():
+    """Re-rendering benchmarks/results/proxy.json leaves docs/benchmarks.md as it is: a figure
+    typed into the section, or a result stored without its rendering, fails here."""
+    doc = DOC.read_text()
+    raw = json.loads(bench_proxy.RESULT.read_text())
+    assert replace_section(doc, bench_proxy.TITLE, bench_proxy.section(raw)) == doc
+    section = _own_section(doc)
+    assert raw["commit"] in section and raw["date"] in section
