@@ -1,7 +1,9 @@
 """What one iteration weighs on a cluster at 512 and 4,096 concurrent rollouts: the figures
 behind docs/scale.md, measured here.
 
-    make bench-scale-plan        (about a minute; rewrites the "Measured here" section of docs/scale.md)
+    make bench-scale-plan        (about a minute; stores the result, rewrites "Measured here" in docs/scale.md)
+    .venv/bin/python benchmarks/bench_scale_plan.py --render   # the section from the stored result only
+    .venv/bin/python benchmarks/bench_scale_plan.py --no-doc   # print the figures; store and write nothing
 
 For each size it compiles the iteration (examples/cluster.yaml with 1,024 tasks x 4 samples
 per iteration, so 4,096 rollouts, at a rollout concurrency of 512 and of 4,096) and runs
@@ -11,7 +13,8 @@ once every rollout pod has finished: one NodeStatus per pod, built from the comp
 rollout template (its input parameters and output artifacts, the keys filled in), checked
 against Argo's strict schema, then sized raw and as Argo compresses it (gzip, base64, in
 ``status.compressedNodes``). Last, the recording proxy sidecar's start-up time and resident
-memory, over several starts.
+memory, over several starts. The raw figures are stored in ``benchmarks/results/scale-plan.json``
+and the section rendered from them alone, so a test can check docs/scale.md against them.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.doc_sections import commit_text, machine_summary, now_text, write_section  # noqa: E402
 
 SCALE_DOC = REPO / "docs" / "scale.md"
+RESULT = REPO / "benchmarks" / "results" / "scale-plan.json"  # the section is rendered from it alone
 SECTION = "Measured here"
 SAMPLES = 4
 SIZES = (512, 4096)  # rollouts in the iteration, all running at once
@@ -158,12 +162,12 @@ def _checked_status(nodes: dict[str, dict]) -> int:
 
 def measure_size(rollouts: int, concurrency: int) -> dict[str, Any]:
     from pipelines.compile import compile_config
-    from pipelines.validate import check_manifests
+    from pipelines.validate import check_manifests, default_schema_path
 
     config = scale_config(rollouts, concurrency)
     started = time.perf_counter()
     docs = compile_config(config)
-    findings = check_manifests(docs, None)
+    findings = check_manifests(docs, default_schema_path())  # as `compile --check`: None would skip the schema
     compile_s = time.perf_counter() - started
     items = fan_out_list(config, rollouts)
     nodes = node_status(docs, items)
@@ -203,19 +207,21 @@ def measure_sidecar(starts: int) -> dict[str, float]:
             finally:
                 process.kill()
                 process.wait()
-    return {"starts": starts, "load": os.getloadavg()[0], "ready_s_median": statistics.median(ready), "ready_s_max": max(ready), "rss_mib_median": statistics.median(rss)}
+    return {"starts": starts, "load": round(os.getloadavg()[0], 2), "ready_s_median": statistics.median(ready), "ready_s_max": max(ready), "rss_mib_median": statistics.median(rss)}
 
 
 def _kb(n: int) -> str:
     return f"{n / 1000:,.0f} kB"
 
 
-def section(sizes: list[dict], sidecar: dict) -> str:
+def section(raw: dict) -> str:
+    """The doc section, from the stored result (``RESULT``) alone."""
+    sizes, sidecar = raw["sizes"], raw["sidecar"]
     lines = [
         f"## {SECTION}",
         "",
-        f"Command: `make bench-scale-plan` (`benchmarks/bench_scale_plan.py`), at commit {commit_text()}. "
-        f"Date: {now_text()}. Machine: {machine_summary()}.",
+        f"Command: `{raw['command']}`, at commit {raw['commit']}. Date: {raw['date']}. "
+        f"Machine: {raw['machine']}; load average {raw['load']}. Rendered from `benchmarks/results/scale-plan.json`.",
         "",
         f"One iteration of `examples/cluster.yaml` with N/{SAMPLES} tasks x {SAMPLES} samples (N rollouts), "
         "all N running at once (`rollout.concurrency` N). *Checks*: the findings of every check "
@@ -244,28 +250,47 @@ def section(sizes: list[dict], sidecar: dict) -> str:
     lines += [
         f"- Recording proxy sidecar, {sidecar['starts']} starts: healthy after {sidecar['ready_s_median']:.2f} s "
         f"(median; max {sidecar['ready_s_max']:.2f} s), {sidecar['rss_mib_median']:.0f} MiB resident when idle "
-        f"(load average {sidecar['load']:.1f} on the 2 cores while measured).",
+        f"(load average {sidecar['load']:.1f} on the {raw['cores']} cores while measured).",
         "",
     ]
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--starts", type=int, default=5, help="Sidecar starts to time.")
-    parser.add_argument("--no-doc", action="store_true", help="Print the figures; leave docs/scale.md alone.")
-    args = parser.parse_args()
+def measure(command: str, starts: int) -> dict:
+    """Every figure the section shows, with the command, date, commit, machine and load around the run."""
+    date, commit, load_before = now_text(), commit_text(), os.getloadavg()[0]
     measure_size(SIZES[0], SIZES[0])  # imports and schema loading, kept out of the timed compile
     sizes = [measure_size(n, n) for n in SIZES]
     for s in sizes:
         print(json.dumps(s), flush=True)
-    sidecar = measure_sidecar(args.starts)
+    sidecar = measure_sidecar(starts)
     print(json.dumps(sidecar), flush=True)
-    if any(s["findings"] or s["status_schema_findings"] for s in sizes):
+    load = f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+    return {"command": command, "date": date, "commit": commit, "machine": machine_summary(), "cores": os.cpu_count(),
+            "load": load, "sizes": sizes, "sidecar": sidecar}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--starts", type=int, default=5, help="Sidecar starts to time.")
+    parser.add_argument("--no-doc", action="store_true", help="Print the figures; store nothing, leave docs/scale.md alone.")
+    parser.add_argument("--render", action="store_true", help="Rewrite the section from the stored result only.")
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(argv)
+    if args.render:
+        if not RESULT.exists():
+            sys.exit(f"no stored result at {RESULT}: run make bench-scale-plan first")
+        write_section(SECTION, section(json.loads(RESULT.read_text())), SCALE_DOC)
+        print(f"wrote {SCALE_DOC} from {RESULT}", flush=True)
+        return
+    raw = measure(" ".join([".venv/bin/python", "benchmarks/bench_scale_plan.py", *argv]), args.starts)
+    if any(s["findings"] or s["status_schema_findings"] for s in raw["sizes"]):
         sys.exit("an iteration failed a check: see the findings above")
     if not args.no_doc:
-        write_section(SECTION, section(sizes, sidecar), SCALE_DOC)
-        print(f"wrote {SCALE_DOC.relative_to(REPO)}", flush=True)
+        RESULT.parent.mkdir(parents=True, exist_ok=True)
+        RESULT.write_text(json.dumps(raw, indent=1) + "\n")
+        write_section(SECTION, section(raw), SCALE_DOC)
+        print(f"wrote {RESULT} and {SCALE_DOC}", flush=True)
 
 
 if __name__ == "__main__":
