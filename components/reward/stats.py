@@ -158,4 +158,3 @@ def reason_counts(codes: Mapping[str, str]) -> dict[str, int]:
     for code in codes.values():
         counts[code] += 1
     return dict(counts)
-    return metrics

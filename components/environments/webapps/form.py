@@ -68,8 +68,6 @@ def new_state() -> dict:
 
 
 def add_routes(app: web.Application, world: World, state: dict) -> None:
-    from aiohttp import web
-
     def form_page(message: str = "", values: dict | None = None, status: int = 200) -> web.Response:
         values = values or {}
         sizes = "".join(
