@@ -33,8 +33,8 @@ class Continuity:
     breaks: int = 0  # calls that started a row for no known reason
     token_path: int = 0  # calls sent to the engine as token ids
     chat_reasons: Counter[str] = field(default_factory=Counter)  # why the others took the chat path
-    sampled_recorded: int = 0  # sampled tokens of the calls training keeps
-    sampled_in_rows: int = 0  # of those, the tokens the merged rows train on
+    sampled_recorded: int = 0  # sampled tokens of the calls training keeps (not the engine's forced ones)
+    sampled_in_rows: int = 0  # the tokens the merged rows train on: each of those once, when the merge loses none
 
     @property
     def broken(self) -> int:
@@ -54,7 +54,8 @@ class Continuity:
         self.breaks += counts.breaks
         self.branches.update({kind: n for kind, n in counts.branches.items() if n})
         self.sampled_in_rows += sum(row.sampled_tokens() for row in rows)
-        self.sampled_recorded += sum(len(c.completion_token_ids) for c in trainable_calls(calls))
+        # Rows train only on sampled tokens, so forced ones (scripted turns) are left out of both counts.
+        self.sampled_recorded += sum(sum(c.sampled_mask()) for c in trainable_calls(calls))
         for call in calls:
             if call.provenance is not None and call.provenance.path == "tokens":
                 self.token_path += 1
