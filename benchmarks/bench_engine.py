@@ -1,7 +1,8 @@
 """Benchmark the dev engine on harness-shaped traffic: the prefix-cache store against one cache entry.
 
-    .venv/bin/python benchmarks/bench_engine.py            # full run, rewrites docs/benchmarks.md
-    .venv/bin/python benchmarks/bench_engine.py --quick    # smoke run in a minute, doc untouched
+    .venv/bin/python benchmarks/bench_engine.py            # full run: stores its result, rewrites docs/benchmarks.md
+    .venv/bin/python benchmarks/bench_engine.py --quick    # smoke run in a minute, nothing stored, doc untouched
+    .venv/bin/python benchmarks/bench_engine.py --render   # the doc section from the stored result, no measuring
 
 Each variant gets a fresh engine on the tiny model and, through its HTTP API on loopback:
 8 concurrent sessions x 3 turns whose first prompts share a ~20k-token system prompt and
@@ -9,7 +10,9 @@ tool schemas (one iteration of a rollout), then a cold call (a 22k-token prompt 
 shares nothing with what is cached) and its warm continuation (~300 more tokens). The
 variants: the store (the default), the store limited to one entry (the previous request's
 cache only, as the engine had it) and, in a full run, the engine as it was at
-``--baseline-ref`` (its code exported from git). Raw results go to <workdir>/engine.json.
+``--baseline-ref`` (its code exported from git). Raw results go to <workdir>/engine.json; a
+full run also stores them in benchmarks/results/engine.json and renders its doc section
+from that file alone, so a test can re-render the section and compare it with the doc.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from benchmarks.engine.traffic import Engine, Session, filler, iteration, new_se
 from components.core.services import Service, free_port, start_service
 
 SECTION = "Dev engine: prefix cache"
+RESULT = REPO / "benchmarks" / "results" / "engine.json"  # the section is rendered from it alone
 BASELINE_REF = "283839b"  # the last commit before the prefix-cache store and the cold-path fix
 MODEL = "policy"
 
@@ -165,7 +169,18 @@ def _pooled(runs: list[VariantResult]) -> VariantResult:
     )  # fmt: skip
 
 
-def run(plan: Plan, work: Path, baseline: str | None, doc: Path | None, command: str) -> int:
+def _results(raw: dict[str, Any]) -> list[VariantResult]:
+    """Each variant's rounds pooled, in the order the variants were listed."""
+    runs = [VariantResult(**r) for r in raw["runs"]]
+    return [_pooled([r for r in runs if r.variant == variant]) for variant in raw["variants"]]
+
+
+def section(raw: dict[str, Any]) -> str:
+    """The doc section, from the stored result (``RESULT``) alone."""
+    return report.section(raw, Plan(**raw["plan"]), _results(raw))
+
+
+def run(plan: Plan, work: Path, baseline: str | None, store: bool, command: str) -> int:
     from components.engine import init_tiny_model
 
     work.mkdir(parents=True, exist_ok=True)
@@ -183,16 +198,17 @@ def run(plan: Plan, work: Path, baseline: str | None, doc: Path | None, command:
             _log(f"round {round_ + 1}/{plan.rounds}: starting the engine: {variant}")
             with _engine(code, model, work, f"engine-{round_}-{index}", args) as service:
                 runs.append(asyncio.run(_measure(service.url, variant, plan)))
-    results = [_pooled([r for r in runs if r.variant == variant]) for variant, _, _ in variants]
     load = f"{load_before[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
-    raw = {"plan": asdict(plan), "commit": commit, "date": date, "load": load, "runs": [asdict(r) for r in runs]}
+    raw = {"command": command, "date": date, "commit": commit, "machine": machine_summary(), "load": load,
+           "plan": asdict(plan), "variants": [variant for variant, _, _ in variants],
+           "runs": [asdict(r) for r in runs]}  # fmt: skip
     (work / "engine.json").write_text(json.dumps(raw, indent=2))
-    print(report.table(results))
+    print(report.table(_results(raw)))
     _log(f"raw results: {work / 'engine.json'}")
-    if doc is not None:
-        info = report.RunInfo(command=command, date=date, machine=machine_summary(), load=load, commit=commit)
-        write_section(SECTION, report.section(info, plan, results), doc)
-        _log(f"wrote the '{SECTION}' section of {doc}")
+    if store:
+        RESULT.write_text(json.dumps(raw, indent=1) + "\n")
+        write_section(SECTION, section(raw), DOC)
+        _log(f"stored {RESULT} and wrote the '{SECTION}' section of {DOC}")
     return 0
 
 
@@ -202,13 +218,18 @@ def main() -> None:
     parser.add_argument("--baseline-ref", default=BASELINE_REF, help="git ref of the engine to compare against")
     parser.add_argument("--no-baseline", action="store_true", help="leave the engine at --baseline-ref out")
     parser.add_argument("--workdir", type=Path, default=REPO / ".bench" / "engine", help="model, logs, engine.json")
-    parser.add_argument("--no-doc", action="store_true", help="do not rewrite docs/benchmarks.md")
+    parser.add_argument("--no-doc", action="store_true", help="neither store the result nor rewrite docs/benchmarks.md")
+    parser.add_argument("--render", action="store_true", help="write the doc section from the stored result only")
     args = parser.parse_args()
+    if args.render:
+        if not RESULT.exists():
+            raise SystemExit(f"no stored result at {RESULT}: run a full benchmark first")
+        write_section(SECTION, section(json.loads(RESULT.read_text())), DOC)
+        sys.exit(0)
     plan = QUICK if args.quick else FULL
     baseline = None if args.quick or args.no_baseline else args.baseline_ref
-    doc = None if args.no_doc or args.quick else DOC
-    command = ".venv/bin/python benchmarks/bench_engine.py" + (" --no-baseline" if args.no_baseline else "")
-    sys.exit(run(plan, args.workdir.resolve(), baseline, doc, command))
+    command = " ".join([".venv/bin/python", "benchmarks/bench_engine.py", *sys.argv[1:]])
+    sys.exit(run(plan, args.workdir.resolve(), baseline, not (args.no_doc or args.quick), command))
 
 
 if __name__ == "__main__":

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
-from benchmarks.bench_engine import QUICK, VariantResult
-from benchmarks.doc_sections import DOC
+from benchmarks import bench_engine
+from benchmarks.bench_engine import QUICK, RESULT, SECTION
+from benchmarks.doc_sections import DOC, replace_section
 from benchmarks.engine import report
 from benchmarks.engine.traffic import shared_prefix
 
@@ -25,13 +27,14 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict]:
     workdir = tmp_path_factory.mktemp("bench-engine")
-    doc_before = DOC.read_bytes()
+    doc_before, result_before = DOC.read_bytes(), RESULT.read_bytes()
     done = subprocess.run(
         [sys.executable, "benchmarks/bench_engine.py", "--quick", "--workdir", str(workdir)],
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, f"quick engine benchmark failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert DOC.read_bytes() == doc_before, "--quick rewrote the doc"
+    assert RESULT.read_bytes() == result_before, "--quick rewrote the stored result"
     return done, json.loads((workdir / "engine.json").read_text())
 
 
@@ -65,18 +68,53 @@ def test_the_shared_prefix_is_the_same_every_time_and_grows_with_its_settings():
     assert len(large[0]) > len(small[0]) and len(large[1]) == 3
 
 
+def _raw(rounds: int = 2) -> dict:
+    """A stored result in small: two rounds of the store and the store of one entry."""
+    calls = [{"session": s, "turn": t, "prompt_tokens": 2100 + t, "latency_s": 0.5} for s in range(2) for t in range(2)]
+    cache = {"hits": 3, "misses": 1, "copies": 0, "reused_tokens": 300, "prefilled_tokens": 100, "evictions": 0,
+             "entries": 2, "bytes": 3 * 2**20}  # fmt: skip
+
+    def run(variant: str, scale: float) -> dict:
+        return {"variant": variant, "iteration_s": 10 * scale, "calls": calls, "cold_s": 4 * scale,
+                "cold_prompt_tokens": 22000, "warm_s": 0.5 * scale, "warm_prompt_tokens": 22300,
+                "cache_iteration": cache, "cache_warm": cache}  # fmt: skip
+
+    plan = asdict(QUICK) | {"rounds": rounds}
+    runs = [run(report.STORE, 1), run(report.ONE_ENTRY, 2), run(report.ONE_ENTRY, 2.2), run(report.STORE, 1.1)]
+    return {"command": "make it", "date": "today", "commit": "abc1234", "machine": "two cores", "load": "1.0",
+            "plan": plan, "variants": [report.STORE, report.ONE_ENTRY], "runs": runs[: 2 * rounds]}  # fmt: skip
+
+
 def test_doc_section_carries_the_command_the_commit_and_a_row_per_engine():
-    calls = [{"session": s, "turn": t, "prompt_tokens": 100 + t, "latency_s": 0.5} for s in range(2) for t in range(2)]
-    cache = {"hits": 3, "misses": 1, "reused_tokens": 300, "prefilled_tokens": 100}
-
-    def result(variant: str, scale: float) -> VariantResult:
-        return VariantResult(variant=variant, iteration_s=10 * scale, calls=calls, cold_s=4 * scale,
-                             cold_prompt_tokens=22000, warm_s=0.5 * scale, warm_prompt_tokens=22300,
-                             cache_iteration=cache, cache_warm=cache)  # fmt: skip
-
-    info = report.RunInfo(command="make it", date="today", machine="two cores", load="1.0", commit="abc1234")
-    section = report.section(info, QUICK, [result(report.STORE, 1), result(report.ONE_ENTRY, 2)])
+    section = bench_engine.section(_raw(rounds=1))
     assert section.startswith("## Dev engine: prefix cache\n")
     assert "`make it`" in section and "abc1234" in section and "two cores" in section
+    assert "Rendered from `benchmarks/results/engine.json`." in section
     assert "| store of one entry | 8.00 | 2.00 | 1.00 | 2.00 | 20.0 | 2.00 |" in section
     assert "3/4 calls, 75% of tokens" in section
+    assert "2 conversations in 3 MiB" in section
+
+
+def test_the_rounds_are_pooled_and_each_shown():
+    section = bench_engine.section(_raw(rounds=2))
+    assert "| prefix-cache store | 4.20 | 1.00 | 0.53 | 1.00 | 10.5 | 1.00 |" in section
+    assert "prefix-cache store 10.0 then 11.0 s; store of one entry 20.0 then 22.0 s." in section
+
+
+def test_the_doc_section_is_the_stored_result_rendered():
+    """Re-rendering benchmarks/results/engine.json leaves docs/benchmarks.md as it is: a figure
+    typed into the section, or a result stored without its rendering, fails here."""
+    doc = DOC.read_text()
+    raw = json.loads(RESULT.read_text())
+    assert replace_section(doc, SECTION, bench_engine.section(raw)) == doc
+    assert raw["commit"] in doc and raw["date"] in doc
+
+
+def test_the_reading_takes_the_engine_before_from_the_run():
+    raw = _raw(rounds=1)
+    before = raw["runs"][0] | {"variant": f"{report.BEFORE} (283839b)", "cold_s": 12.0, "cache_iteration": None}
+    raw["runs"].append(before)
+    raw["variants"].append(before["variant"])
+    section = bench_engine.section(raw)
+    assert "a 22k-token prompt" in section and "22k x 22k float mask (2 GB)" in section
+    assert "12.0 s here, 3.0 times the store's" in section
